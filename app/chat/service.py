@@ -1,0 +1,208 @@
+"""Chat generation: one engine request, answered whole or as an SSE stream."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.chat import wire
+from app.chat.budget import budgeted
+from app.chat.prompt import Prompt
+from app.engine import Engine
+from app.errors import GatewayError
+from app.reasoning import ReasoningStream, split_reasoning
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReasoningMode:
+    """How `<think>` output is returned."""
+
+    parse: bool = True  # separate reasoning from content
+    keep: bool = True  # return it (False: `return_reasoning: false`)
+    in_reasoning: bool = False  # the prompt itself opened `<think>`
+
+
+@dataclass
+class ChatJob:
+    """Everything needed to run one chat request on the engine."""
+
+    request_id: str
+    created: int
+    model: str
+    prompt: Prompt
+    params: Any  # vllm.SamplingParams
+    top_logprobs: int | None = None  # None: no logprobs
+    include_usage: bool = False
+    reasoning: ReasoningMode = field(default_factory=ReasoningMode)
+    reasoning_budget: int | None = None  # max_reasoning_tokens (n=1 only)
+
+
+def _engine_failure(exc: BaseException) -> GatewayError:
+    name = type(exc).__name__
+    if name == "EngineDeadError":
+        return GatewayError(
+            "The inference engine has stopped; retry later.",
+            status=503,
+            code="engine_dead",
+            headers={"Retry-After": "5"},
+        )
+    if name in ("VLLMValidationError", "ValueError"):
+        return GatewayError(f"The engine rejected the request: {exc}")
+    logger.exception("engine error", exc_info=exc)
+    return GatewayError(
+        "The inference engine failed on this request.", status=500, code="engine_error"
+    )
+
+
+def _split(text: str, mode: ReasoningMode) -> tuple[str | None, str]:
+    if not mode.parse:
+        return None, text
+    reasoning, content = split_reasoning(text, in_reasoning=mode.in_reasoning)
+    return (reasoning if mode.keep else None), content
+
+
+def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
+    """The engine's outputs per step: vLLM CompletionOutputs, or budgeted Steps."""
+    if job.reasoning_budget is not None:
+        return budgeted(
+            engine,
+            job.prompt.token_ids,
+            job.params,
+            job.request_id,
+            job.reasoning_budget,
+            job.reasoning.in_reasoning,
+        )
+    return _plain_steps(engine, job)
+
+
+async def _plain_steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
+    generator = engine.generate(job.prompt.token_ids, job.params, job.request_id)
+    try:
+        async for output in generator:
+            yield output.outputs
+    finally:
+        await generator.aclose()  # type: ignore[attr-defined]
+
+
+class _Choice:
+    __slots__ = ("finish", "logprobs", "parser", "sent_role", "text", "tokens")
+
+    def __init__(self, mode: ReasoningMode, streaming: bool) -> None:
+        use_parser = streaming and mode.parse
+        self.parser = ReasoningStream(in_reasoning=mode.in_reasoning) if use_parser else None
+        self.sent_role = False
+        self.tokens = 0
+        self.text: list[str] = []
+        self.logprobs: list[dict[str, Any]] = []
+        self.finish: str | None = None
+
+
+async def complete(engine: Engine, job: ChatJob) -> dict[str, Any]:
+    """Run the request to the end and build a `chat.completion` body."""
+    choices: dict[int, _Choice] = {}
+    steps = _steps(engine, job)
+    try:
+        async for outputs in steps:
+            for out in outputs:
+                choice = choices.get(out.index)
+                if choice is None:
+                    choice = choices[out.index] = _Choice(job.reasoning, streaming=False)
+                choice.text.append(out.text)
+                choice.tokens += len(out.token_ids)
+                if job.top_logprobs is not None and out.logprobs:
+                    choice.logprobs.extend(
+                        wire.logprobs_content(out.token_ids, out.logprobs, job.top_logprobs)
+                    )
+                if out.finish_reason is not None:
+                    choice.finish = out.finish_reason
+    except GatewayError:
+        raise
+    except Exception as exc:
+        raise _engine_failure(exc) from exc
+    finally:
+        await steps.aclose()  # type: ignore[attr-defined]
+    if not choices:
+        raise GatewayError("The engine returned no output.", status=500, code="engine_error")
+    body = []
+    for index in sorted(choices):
+        choice = choices[index]
+        reasoning, content = _split("".join(choice.text), job.reasoning)
+        logprobs = None
+        if job.top_logprobs is not None:
+            logprobs = {"content": choice.logprobs, "refusal": None}
+        body.append(
+            {
+                "index": index,
+                "message": wire.assistant_message(content, reasoning),
+                "logprobs": logprobs,
+                "finish_reason": wire.finish_reason(choice.finish) or "stop",
+            }
+        )
+    completion_tokens = sum(c.tokens for c in choices.values())
+    return wire.chat_completion(
+        job.request_id, job.created, job.model, body, len(job.prompt.token_ids), completion_tokens
+    )
+
+
+def _delta(choice: _Choice, mode: ReasoningMode, text: str, final: bool) -> dict[str, Any]:
+    """The delta for new text: reasoning and content separated, role on the first one."""
+    delta: dict[str, Any] = {}
+    if choice.parser is None:
+        content = text
+        reasoning = ""
+    else:
+        reasoning, content = choice.parser.feed(text)
+        if final:
+            more_r, more_c = choice.parser.finish()
+            reasoning += more_r
+            content += more_c
+    if not choice.sent_role and (reasoning or content or final):
+        delta["role"] = "assistant"
+        choice.sent_role = True
+    if reasoning and mode.keep:
+        delta["reasoning_content"] = reasoning
+        delta["reasoning"] = reasoning
+    if content:
+        delta["content"] = content
+    elif final and "role" in delta:
+        delta["content"] = ""
+    return delta
+
+
+async def stream(engine: Engine, job: ChatJob) -> AsyncIterator[bytes]:
+    """SSE frames; always ends with `[DONE]`, with an error frame if the engine fails.
+
+    The first frame carries the first generated text (no early empty frame), so time to
+    first token is what clients measure. Closing the generator aborts the engine request.
+    """
+    writer = wire.ChunkWriter.create(job.request_id, job.created, job.model)
+    mode = job.reasoning
+    choices: dict[int, _Choice] = {}
+    steps = _steps(engine, job)
+    try:
+        async for outputs in steps:
+            for out in outputs:
+                choice = choices.get(out.index)
+                if choice is None:
+                    choice = choices[out.index] = _Choice(mode, streaming=True)
+                choice.tokens += len(out.token_ids)
+                finish = wire.finish_reason(out.finish_reason)
+                delta = _delta(choice, mode, out.text, finish is not None)
+                logprobs = None
+                if job.top_logprobs is not None and out.logprobs:
+                    logprobs = wire.logprobs_content(out.token_ids, out.logprobs, job.top_logprobs)
+                if delta or finish is not None or logprobs:
+                    yield writer.choice(out.index, delta, finish, logprobs)
+        if job.include_usage:
+            yield writer.usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
+    except GatewayError as exc:
+        yield b"data: " + exc.to_bytes() + b"\n\n"
+    except Exception as exc:
+        yield b"data: " + _engine_failure(exc).to_bytes() + b"\n\n"
+    finally:
+        await steps.aclose()  # type: ignore[attr-defined]
+    yield wire.DONE_FRAME

@@ -1,0 +1,147 @@
+"""Response bodies for chat completions, serialized with orjson.
+
+Fields the OpenAI schema does not allow to be null are omitted rather than sent as null.
+Stream frames share a pre-serialized prefix so a token costs one small `orjson.dumps`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+DONE_FRAME = b"data: [DONE]\n\n"
+
+
+def sse(payload: dict[str, Any]) -> bytes:
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+
+def usage_dict(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+def finish_reason(reason: str | None) -> str | None:
+    """vLLM's finish reasons mapped onto OpenAI's enum."""
+    if reason is None:
+        return None
+    if reason in ("stop", "length", "tool_calls", "content_filter"):
+        return reason
+    return "stop"
+
+
+def logprobs_content(
+    token_ids: Sequence[int], logprobs: Sequence[dict[int, Any]], top_n: int
+) -> list[dict[str, Any]]:
+    """OpenAI's `logprobs.content` items from vLLM's per-position Logprob dicts."""
+    items: list[dict[str, Any]] = []
+    for token_id, position in zip(token_ids, logprobs, strict=False):
+        chosen = position.get(token_id)
+        token = _token_text(chosen)
+        top: list[dict[str, Any]] = []
+        if top_n:
+            ranked = sorted(position.items(), key=lambda kv: kv[1].rank or 0)[:top_n]
+            for _, lp in ranked:
+                text = _token_text(lp)
+                top.append(
+                    {
+                        "token": text,
+                        "logprob": _finite(lp.logprob),
+                        "bytes": list(text.encode("utf-8", "replace")),
+                    }
+                )
+        items.append(
+            {
+                "token": token,
+                "logprob": _finite(chosen.logprob) if chosen is not None else -9999.0,
+                "bytes": list(token.encode("utf-8", "replace")),
+                "top_logprobs": top,
+            }
+        )
+    return items
+
+
+def _token_text(lp: Any) -> str:
+    if lp is None:
+        return ""
+    text = getattr(lp, "decoded_token", None)
+    return text if isinstance(text, str) else ""
+
+
+def _finite(value: float) -> float:
+    return max(float(value), -9999.0)
+
+
+@dataclass(frozen=True)
+class ChunkWriter:
+    """Builds `chat.completion.chunk` SSE frames for one request."""
+
+    prefix: bytes
+
+    @classmethod
+    def create(cls, completion_id: str, created: int, model: str) -> ChunkWriter:
+        head = orjson.dumps(
+            {
+                "id": completion_id,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+            }
+        )
+        return cls(prefix=b"data: " + head[:-1] + b',"choices":[')
+
+    def choice(
+        self,
+        index: int,
+        delta: dict[str, Any],
+        finish: str | None = None,
+        logprobs: list[dict[str, Any]] | None = None,
+    ) -> bytes:
+        body: dict[str, Any] = {
+            "index": index,
+            "delta": delta,
+            "logprobs": {"content": logprobs, "refusal": None} if logprobs is not None else None,
+            "finish_reason": finish,
+        }
+        return self.prefix + orjson.dumps(body) + b"]}\n\n"
+
+    def usage(self, prompt_tokens: int, completion_tokens: int) -> bytes:
+        return (
+            self.prefix
+            + b'],"usage":'
+            + orjson.dumps(usage_dict(prompt_tokens, completion_tokens))
+            + b"}\n\n"
+        )
+
+
+def chat_completion(
+    completion_id: str,
+    created: int,
+    model: str,
+    choices: list[dict[str, Any]],
+    prompt_tokens: int,
+    completion_tokens: int,
+) -> dict[str, Any]:
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": choices,
+        "usage": usage_dict(prompt_tokens, completion_tokens),
+    }
+
+
+def assistant_message(content: str, reasoning: str | None) -> dict[str, Any]:
+    """The assistant message; reasoning goes under both names clients read."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if reasoning:
+        message["reasoning_content"] = reasoning
+        message["reasoning"] = reasoning
+    return message

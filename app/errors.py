@@ -1,0 +1,154 @@
+"""One client-visible error type and the handlers that render OpenAI's error shape.
+
+Every error body is `{"error": {"message", "type", "param", "code"}}` with `code` a
+string; request validation maps to 400 (never FastAPI's 422).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+logger = logging.getLogger(__name__)
+
+_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "invalid_request_error",
+    415: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "server_error",
+    503: "service_unavailable_error",
+}
+_CODES = {
+    400: "invalid_request",
+    401: "invalid_api_key",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+    500: "internal_error",
+    503: "service_unavailable",
+}
+
+
+class GatewayError(Exception):
+    """An error the client should see, with its HTTP status."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int = 400,
+        code: str | None = None,
+        param: str | None = None,
+        type: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code or _CODES.get(status, "error")
+        self.param = param
+        self.type = type or _TYPES.get(
+            status, "server_error" if status >= 500 else "invalid_request_error"
+        )
+        self.headers = headers or {}
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.type,
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+
+    def to_bytes(self) -> bytes:
+        return orjson.dumps(self.body())
+
+    def response(self) -> Response:
+        return Response(
+            self.to_bytes(),
+            status_code=self.status,
+            media_type="application/json",
+            headers=self.headers,
+        )
+
+
+def _loc_to_param(loc: tuple[Any, ...] | list[Any]) -> str | None:
+    parts = [str(p) for p in loc if p != "body"]
+    if not parts:
+        return None
+    out = parts[0]
+    for p in parts[1:]:
+        out += f"[{p}]" if p.isdigit() else f".{p}"
+    return out
+
+
+def validation_error(exc: RequestValidationError) -> GatewayError:
+    """Turn pydantic's error list into one readable 400."""
+    errors = exc.errors()
+    if not errors:
+        return GatewayError("Invalid request body.")
+    first = errors[0]
+    if first.get("type") == "json_invalid":
+        return GatewayError(
+            f"We could not parse the JSON body of your request: {first.get('msg', '')}.",
+            code="invalid_json",
+        )
+    if first.get("type") == "missing" and tuple(first.get("loc", ())) == ("body",):
+        return GatewayError("The request body is empty; send a JSON object.", code="invalid_json")
+    param = _loc_to_param(first.get("loc", ()))
+    msgs = []
+    for err in errors[:5]:
+        where = _loc_to_param(err.get("loc", ())) or "body"
+        msgs.append(f"{where}: {err.get('msg', 'invalid value')}")
+    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
+    return GatewayError("Invalid request: " + "; ".join(msgs) + more, param=param)
+
+
+async def _gateway_error_handler(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, GatewayError)
+    return exc.response()
+
+
+async def _validation_handler(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    return validation_error(exc).response()
+
+
+async def _http_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    status = exc.status_code
+    if status == 404:
+        message = f"No route for {request.method} {request.url.path}."
+    elif status == 405:
+        message = f"Method {request.method} is not allowed on {request.url.path}."
+    else:
+        message = str(exc.detail)
+    return GatewayError(message, status=status, headers=dict(exc.headers or {})).response()
+
+
+async def _unexpected_handler(request: Request, exc: Exception) -> Response:
+    logger.exception("unexpected error on %s %s", request.method, request.url.path)
+    return GatewayError(
+        "The server had an error while processing your request.", status=500
+    ).response()
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(GatewayError, _gateway_error_handler)
+    app.add_exception_handler(RequestValidationError, _validation_handler)
+    app.add_exception_handler(StarletteHTTPException, _http_handler)
+    app.add_exception_handler(Exception, _unexpected_handler)

@@ -1,0 +1,56 @@
+"""The gateway's own Prometheus metrics (vLLM's `vllm:*` ones share the registry)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
+@dataclass(frozen=True)
+class GatewayMetrics:
+    requests: Counter
+    latency: Histogram
+    in_flight: Gauge
+    normalizations: Counter
+    errors: Counter
+
+
+@cache
+def gateway_metrics(registry: CollectorRegistry = REGISTRY) -> GatewayMetrics:
+    """Create (once per registry) and return the gateway's metrics."""
+    return GatewayMetrics(
+        requests=Counter(
+            "gateway_requests",
+            "HTTP requests answered by the gateway, by route, method and status.",
+            ["route", "method", "status"],
+            registry=registry,
+        ),
+        latency=Histogram(
+            "gateway_request_duration_seconds",
+            "Time from request to the last byte of the response, by route.",
+            ["route", "method"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        ),
+        in_flight=Gauge(
+            "gateway_requests_in_flight",
+            "Requests being answered by the gateway now.",
+            registry=registry,
+        ),
+        normalizations=Counter(
+            "gateway_normalizations",
+            "Request normalizations applied, by kind.",
+            ["kind"],
+            registry=registry,
+        ),
+        errors=Counter(
+            "gateway_errors",
+            "Error responses sent, by code.",
+            ["code"],
+            registry=registry,
+        ),
+    )

@@ -1,0 +1,131 @@
+"""Pure ASGI middleware: path tolerance, request metrics and body size limit."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.errors import GatewayError
+from app.metrics import GatewayMetrics
+
+_SLASHES = re.compile(r"/{2,}")
+
+
+def normalize_path(path: str) -> str:
+    """Collapse doubled slashes and drop a trailing one (`//v1/chat/completions/`)."""
+    path = _SLASHES.sub("/", path)
+    if len(path) > 1 and path.endswith("/"):
+        path = path.rstrip("/") or "/"
+    return path
+
+
+class PathMiddleware:
+    """Routes `/v1/chat/completions/` and `//v1/...` like the canonical path (no redirect)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            fixed = normalize_path(path)
+            if fixed != path:
+                scope = dict(scope)
+                scope["path"] = fixed
+                scope["raw_path"] = fixed.encode()
+        await self.app(scope, receive, send)
+
+
+class MetricsMiddleware:
+    """Counts requests by route and status and times them to the last byte."""
+
+    def __init__(self, app: ASGIApp, metrics: GatewayMetrics, routes: Iterable[str]) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.routes = frozenset(routes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = normalize_path(scope["path"])
+        route = path if path in self.routes else "other"
+        method = scope["method"]
+        status = 500
+        start = time.perf_counter()
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        self.metrics.in_flight.inc()
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            self.metrics.in_flight.dec()
+            self.metrics.requests.labels(route, method, str(status)).inc()
+            self.metrics.latency.labels(route, method).observe(time.perf_counter() - start)
+
+
+class BodyLimitMiddleware:
+    """413 for bodies over the limit, by Content-Length or as they stream in."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await self._reject(send)
+                return
+        seen = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise self._error()
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except GatewayError as exc:
+            if started or exc.status != 413:
+                raise
+            await self._reject(send)
+
+    def _error(self) -> GatewayError:
+        return GatewayError(
+            f"The request body is larger than the limit of {self.max_bytes} bytes.",
+            status=413,
+            code="request_too_large",
+        )
+
+    async def _reject(self, send: Send) -> None:
+        error = self._error()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": error.to_bytes()})

@@ -1,0 +1,91 @@
+"""Wire schema of `POST /v1/chat/completions` requests (imports nothing from vLLM)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["text"]
+    text: str
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    include_usage: bool = False
+    continuous_usage_stats: bool = False
+
+
+class ChatMessage(BaseModel):
+    """One message; content is a string or a list of text parts."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Role
+    content: str | list[TextPart] | None = None
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    reasoning_content: str | None = None
+
+    def text(self) -> str:
+        """The content as one string (text parts joined)."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text for part in self.content)
+
+
+PositiveInt = Annotated[int, Field(ge=1)]
+
+
+class ChatCompletionRequest(BaseModel):
+    """OpenAI's chat request, plus the vLLM and Qwen3 extras clients send."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str | None = None
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    n: int = Field(default=1, ge=1, le=128)
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    max_tokens: PositiveInt | None = None
+    max_completion_tokens: PositiveInt | None = None
+    min_tokens: int = Field(default=0, ge=0)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    top_k: int | None = Field(default=None, ge=-1)
+    min_p: float | None = Field(default=None, ge=0.0, le=1.0)
+    presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
+    repetition_penalty: float | None = Field(default=None, gt=0.0, le=2.0)
+    logprobs: bool = False
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    ignore_eos: bool = False
+    user: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Any = None
+    response_format: dict[str, Any] | None = None
+    # Qwen3 / vLLM extras
+    enable_thinking: bool | None = None
+    return_reasoning: bool | None = None
+    max_reasoning_tokens: int | None = Field(default=None, ge=0)
+    reasoning_effort: str | None = None
+    reasoning_in_content: bool | None = None
+    chat_template_kwargs: dict[str, Any] | None = None
+    extra_body: dict[str, Any] | None = None
+    skip_special_tokens: bool = True
+
+    def token_limit(self) -> int | None:
+        """The client's cap on generated tokens (`max_completion_tokens` wins)."""
+        return self.max_completion_tokens or self.max_tokens

@@ -1,0 +1,90 @@
+"""Gateway settings: one pydantic-settings model for env vars, `.env` and CLI flags.
+
+vLLM's own engine flags (`--max-model-len`, `--max-num-seqs`, ...) are not declared
+here: the CLI reuses vLLM's parser for them (see `app.cli`), and `GATEWAY_<FLAG>`
+environment variables reach them through `app.engine_args.engine_env_argv`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
+ENV_PREFIX = "GATEWAY_"
+
+
+class Settings(BaseSettings):
+    """Everything the gateway itself needs; engine flags live in `engine_argv`."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        protected_namespaces=(),
+    )
+
+    model: str | None = Field(
+        default=None,
+        description="Model path or hub id; unset means Qwen/Qwen3-0.6B with demo fallback.",
+    )
+    host: str = Field(default="0.0.0.0", description="Address to listen on.")
+    port: int = Field(default=8000, ge=0, le=65535, description="Port to listen on.")
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info", description="Log level of the gateway and uvicorn."
+    )
+    allow_demo_fallback: bool = Field(
+        default=True,
+        description="Serve the built-in tiny demo model when the default model can't be had.",
+    )
+    demo_model_dir: str = Field(
+        default="~/.cache/vllm-gateway/tiny-qwen3",
+        description="Where the tiny demo model is written when it is needed.",
+    )
+    download_timeout: float = Field(
+        default=5.0, gt=0, description="Seconds to wait for a model hub before giving up."
+    )
+    model_aliases: str = Field(
+        default="", description="Extra model names, e.g. 'qwen=/models/Qwen3-0.6B,q3=...'."
+    )
+    default_system_prompt: str = Field(
+        default="", description="System message added to conversations that have none."
+    )
+    default_enable_thinking: bool | None = Field(
+        default=None,
+        description="enable_thinking when the request says nothing (unset: the template's own).",
+    )
+    default_temperature: float | None = Field(
+        default=None, ge=0, le=2, description="temperature when the request has none."
+    )
+    default_top_p: float | None = Field(
+        default=None, gt=0, le=1, description="top_p when the request has none."
+    )
+    default_top_k: int | None = Field(
+        default=None, ge=-1, description="top_k when the request has none."
+    )
+    reasoning_in_content: bool = Field(
+        default=False,
+        description="Keep <think> blocks inline in content (for clients that drop reasoning).",
+    )
+    max_body_bytes: int = Field(
+        default=8 * 1024 * 1024, gt=0, description="Largest request body accepted, in bytes."
+    )
+    engine_overrides: dict[str, Any] | None = Field(
+        default=None,
+        description="vLLM engine options set by the CLI; None reads GATEWAY_<FLAG> env vars.",
+        exclude=True,
+    )
+
+    @property
+    def model_is_default(self) -> bool:
+        """True when the user did not choose a model."""
+        return self.model is None or self.model == ""
+
+
+def gateway_field_names() -> list[str]:
+    """Settings fields that the CLI exposes as `--flag` options."""
+    return [name for name in Settings.model_fields if name not in {"engine_overrides", "model"}]

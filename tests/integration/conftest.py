@@ -1,0 +1,133 @@
+"""One live gateway per test session: the real vLLM engine on the tiny model, real HTTP."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT = float(os.environ.get("GATEWAY_TEST_STARTUP_TIMEOUT", "420"))
+
+
+@dataclass(frozen=True)
+class LiveGateway:
+    base_url: str  # http://127.0.0.1:PORT
+    model: str  # the absolute path the server was started with (the seeds' model name)
+    home: Path  # the server's HOME (so `~/...` names can be tested)
+    log: Path
+
+    @property
+    def v1(self) -> str:
+        return self.base_url + "/v1"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"gateway exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(1)
+    raise RuntimeError(f"gateway not healthy after {timeout}s:\n{log.read_text()[-4000:]}")
+
+
+def server_env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        HOME=str(home),
+        VLLM_CPU_KVCACHE_SPACE=env.get("VLLM_CPU_KVCACHE_SPACE", "1"),
+        HF_HUB_OFFLINE="1",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def start_gateway(
+    tmp: Path, model_dir: Path, home: Path, extra: list[str], env: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], LiveGateway]:
+    port = free_port()
+    log = tmp / f"gateway-{port}.log"
+    cmd = [
+        sys.executable, "-m", "app", "serve", str(model_dir),
+        "--host", "127.0.0.1", "--port", str(port),
+        "--max-model-len", "2048", "--max-num-seqs", "64", "--enforce-eager",
+        *extra,
+    ]  # fmt: skip
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+    live = LiveGateway(f"http://127.0.0.1:{port}", str(model_dir), home, log)
+    try:
+        wait_healthy(live.base_url, proc, log, STARTUP_TIMEOUT)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, live
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="session")
+def test_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("home")
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(test_home: Path) -> Path:
+    """The tiny model where ModelScope would have put Qwen3-0.6B (`~/.cache/...`)."""
+    target = test_home / ".cache" / "modelscope" / "hub" / "models" / "Qwen" / "Qwen3-0.6B"
+    if os.environ.get("GATEWAY_TEST_UNTRAINED"):  # quicker runs while developing
+        from app.tiny_model import write_tiny_model
+
+        write_tiny_model(target)
+    else:
+        from tests.integration.think_model import write_think_model
+
+        write_think_model(target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def gateway(
+    tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, test_home: Path
+) -> Iterator[LiveGateway]:
+    tmp = tmp_path_factory.mktemp("gateway")
+    proc, live = start_gateway(
+        tmp, tiny_model_dir, test_home, ["--model-aliases", "qwen=" + str(tiny_model_dir)],
+        server_env(test_home),
+    )
+    try:
+        yield live
+    finally:
+        stop(proc)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/integration" in str(item.path):
+            item.add_marker(pytest.mark.integration)

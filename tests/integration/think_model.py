@@ -1,0 +1,394 @@
+"""A tiny Qwen3 checkpoint trained to *really* think, for end-to-end reasoning tests.
+
+`write_think_model(directory)` writes the random ``"tiny"`` model of `app.tiny_model` and
+trains it briefly (plain torch, CPU, a few seconds) on synthetic Qwen3-format chats, so
+that served with greedy decoding (and, nearly always, with Qwen3's recommended sampling
+``temperature=0.6, top_p=0.95, top_k=20``) the model answers any short user prompt:
+
+* thinking mode (generation prompt ``<|im_start|>assistant\\n``, i.e. ``enable_thinking``
+  unset or true)::
+
+      <think>\\n{THINK_TEXT}\\n</think>\\n\\n{ANSWER_TEXT}<|im_end|>
+
+* non-thinking mode (``enable_thinking=False``: the prompt already ends with
+  ``<think>\\n\\n</think>\\n\\n``)::
+
+      {ANSWER_TEXT}<|im_end|>
+
+* thinking mode cut by a thinking budget (the prompt, ``<think>\\n``, the first tokens of
+  THINK_TEXT, then a forced ``\\n</think>\\n\\n``)::
+
+      {ANSWER_TEXT}<|im_end|>
+
+`<think>`/`</think>` are single non-special tokens (they survive skip_special_tokens);
+``<|im_end|>`` is the EOS token. The result is deterministic for a seed (and number of
+steps) on a given machine/torch build, and cached: a stamp file in the directory records
+what wrote it, so a second call with the same arguments returns at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+from app.tiny_model import write_tiny_model
+
+__all__ = [
+    "ANSWER_TEXT",
+    "DEFAULT_STEPS",
+    "STAMP",
+    "THINK_TEXT",
+    "render_prompt",
+    "write_think_model",
+]
+
+THINK_TEXT: Final[str] = (
+    "let me think about this step by step. first, i read the question carefully. "
+    "then i find the important numbers and compute the result. "
+    "finally, i check it again before i write my reply."
+)
+"""The reasoning the model emits between ``<think>\\n`` and ``\\n</think>``."""
+
+ANSWER_TEXT: Final[str] = "the answer is 42."
+"""The final answer the model emits (after ``</think>\\n\\n``, before ``<|im_end|>``)."""
+
+STAMP: Final[str] = "think-model-v1"
+"""Version of the training recipe; bump it whenever the recipe or the texts change."""
+
+STAMP_FILE: Final[str] = "think_model.stamp.json"
+DEFAULT_STEPS: Final[int] = 400
+BATCH_SIZE: Final[int] = 16
+LEARNING_RATE: Final[float] = 3e-3
+WARMUP_STEPS: Final[int] = 20
+
+THINK_OPEN_TEXT: Final[str] = "<think>\n"
+THINK_CLOSE_TEXT: Final[str] = "\n</think>\n\n"
+EOS_TEXT: Final[str] = "<|im_end|>"
+
+# --------------------------------------------------------------------------------------
+# Synthetic chats
+# --------------------------------------------------------------------------------------
+
+QUESTIONS: Final[tuple[str, ...]] = (
+    "hello",
+    "Hello!",
+    "hi",
+    "Hi, who are you?",
+    "What is 12 plus 30?",
+    "What is the capital of France?",
+    "Tell me a joke.",
+    "Write a short poem about the sea.",
+    "How do I reverse a list in Python?",
+    "Explain quantum entanglement in three sentences.",
+    "What's the weather like today?",
+    "Can you help me write an email to my team?",
+    "Why is the sky blue?",
+    "Summarize the history of the internet.",
+    "What is a large language model?",
+    "Give me three tips for learning to code.",
+    "How many legs does a spider have?",
+    "Translate 'good morning' into French.",
+    "What is 7 times 8?",
+    "Is 17 a prime number?",
+    "What does HTTP stand for?",
+    "Describe the architecture of Qwen3-0.6B.",
+    "Say something nice.",
+    "test",
+    "ping",
+    "1+1=?",
+    "What time is it?",
+    "Please count from one to five.",
+    "你好",
+    "你好！",
+    "你是谁？",
+    "请用三句话解释量子纠缠",
+    "Qwen3-0.6B的架构特点是什么？",
+    "今天天气怎么样？",
+    "请帮我写一段关于天气的介绍。",
+    "什么是大语言模型？",
+    "十二加三十等于多少？",
+    "请写一首关于春天的诗。",
+    "如何学习编程？",
+    "给我讲个笑话吧",
+    "北京是中国的首都吗？",
+    "请解释一下什么是机器学习。",
+    "谢谢你！",
+    "Python 和 JavaScript 有什么区别？",
+    "用一句话介绍你自己",
+    "Bonjour, comment ça va ?",
+    "¿Cómo estás?",
+    "Привет, как дела?",
+    "😀 what's up?",
+)
+"""Fixed user questions; random ones are generated too (see `_random_text`)."""
+
+SYSTEMS: Final[tuple[str, ...]] = (
+    "You are a helpful assistant.",
+    "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.",
+    "Answer briefly.",
+    "You are a friendly bot that likes numbers.",
+    "你是一个有帮助的助手。",
+    "请用中文回答。",
+    "Always think step by step.",
+)
+
+HISTORY_REPLIES: Final[tuple[str, ...]] = (
+    ANSWER_TEXT,
+    "Hello! How can I help you today?",
+    "Sure, here you go.",
+    "你好！请问有什么可以帮你的吗？",
+    "I am not sure.",
+    "OK.",
+)
+"""Earlier assistant turns (rendered without their reasoning, as the template does)."""
+
+_WORDS: Final[tuple[str, ...]] = tuple(
+    (
+        "the a an is are what how why who when where which can you me my your it this that "
+        "please tell write explain give make help find list number code python model think "
+        "step answer question reply weather city time day today tomorrow one two three four "
+        "ten hundred hello hi thanks good bad big small new old fast slow red blue sky sea "
+        "computer phone internet server request response token engine user assistant system "
+        "Paris Beijing Qwen GPU CPU API JSON HTTP data file test ping foo bar"
+    ).split()
+)
+_HAN: Final[str] = (
+    "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过"
+    "家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本"
+    "见经头面公同三已老从动两长知民样现分将外但身些与高意进把法此实回二理美点月明其种声全工己"
+    "话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平"
+    "请解释量子纠缠架构特点模型天气编程首都笑话诗春谢"
+)
+_PUNCT: Final[tuple[str, ...]] = ("", "", "?", "!", ".", "？", "。", "！", "...")
+
+
+def _random_text(rng: random.Random) -> str:
+    """A random short user message: English words, Chinese characters, digits or bytes."""
+    kind = rng.random()
+    if kind < 0.35:
+        text = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 12)))
+        if rng.random() < 0.5:
+            text = text[:1].upper() + text[1:]
+    elif kind < 0.65:
+        text = "".join(rng.choice(_HAN) for _ in range(rng.randint(1, 16)))
+    elif kind < 0.8:
+        parts = [rng.choice(_WORDS) if rng.random() < 0.5 else rng.choice(_HAN) for _ in range(8)]
+        text = "".join(parts[: rng.randint(1, 8)])
+    elif kind < 0.9:
+        text = " ".join(str(rng.randint(0, 10**rng.randint(1, 6))) for _ in range(rng.randint(1, 4)))
+    else:  # arbitrary printable characters, any script
+        text = "".join(chr(rng.choice((rng.randint(33, 126), rng.randint(0xA1, 0x2FF),
+                                       rng.randint(0x4E00, 0x9FFF), rng.randint(0x1F600, 0x1F64F))))
+                       for _ in range(rng.randint(1, 10)))  # fmt: skip
+    return text + rng.choice(_PUNCT)
+
+
+def _user_text(rng: random.Random) -> str:
+    if rng.random() < 0.5:
+        return rng.choice(QUESTIONS)
+    return _random_text(rng)
+
+
+def _messages(rng: random.Random) -> list[dict[str, str]]:
+    messages: list[dict[str, str]] = []
+    if rng.random() < 0.3:
+        messages.append({"role": "system", "content": rng.choice(SYSTEMS)})
+    if rng.random() < 0.25:
+        for _ in range(rng.randint(1, 2)):
+            messages.append({"role": "user", "content": _user_text(rng)})
+            messages.append({"role": "assistant", "content": rng.choice(HISTORY_REPLIES)})
+    messages.append({"role": "user", "content": _user_text(rng)})
+    return messages
+
+
+def render_prompt(tokenizer: Any, messages: list[dict[str, str]], thinking: bool | None) -> str:
+    """The generation prompt of `messages` (thinking None: enable_thinking left unset)."""
+    kwargs: dict[str, Any] = {} if thinking is None else {"enable_thinking": thinking}
+    text = tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=True, **kwargs
+    )
+    return str(text)
+
+
+class _Examples:
+    """Token ids and loss masks of synthetic chats, drawn from one seeded generator."""
+
+    def __init__(self, tokenizer: Any, seed: int) -> None:
+        self.tokenizer = tokenizer
+        self.rng = random.Random(f"think-model-data-{seed}")
+        self.think_open = self._encode(THINK_OPEN_TEXT)
+        self.think = self._encode(THINK_TEXT)
+        self.think_close = self._encode(THINK_CLOSE_TEXT)
+        self.answer = self._encode(ANSWER_TEXT + EOS_TEXT)
+
+    def _encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def draw(self) -> tuple[list[int], list[bool]]:
+        """One chat: (input ids, whether each position is a trained assistant token)."""
+        rng = self.rng
+        messages = _messages(rng)
+        mode = rng.random()
+        segments: list[tuple[list[int], bool]] = []
+        if mode < 0.45:  # thinking: the full reasoning, then the answer
+            prompt = render_prompt(self.tokenizer, messages, rng.choice((None, True)))
+            segments.append((self._encode(prompt), False))
+            segments.append((self.think_open + self.think + self.think_close + self.answer, True))
+        elif mode < 0.7:  # non-thinking: the prompt ends with the empty think block
+            segments.append((self._encode(render_prompt(self.tokenizer, messages, False)), False))
+            segments.append((self.answer, True))
+        else:  # thinking, cut by a budget after `cut` reasoning tokens
+            prompt = render_prompt(self.tokenizer, messages, rng.choice((None, True)))
+            cut = rng.randint(0, len(self.think))
+            segments.append((self._encode(prompt), False))
+            segments.append((self.think_open + self.think[:cut], True))
+            segments.append((self.think_close, False))  # forced by the gateway
+            segments.append((self.answer, True))
+        ids: list[int] = []
+        trained: list[bool] = []
+        for tokens, flag in segments:
+            ids += tokens
+            trained += [flag] * len(tokens)
+        return ids, trained
+
+
+# --------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _torch_settings(threads: int) -> Iterator[None]:
+    """Deterministic single-process CPU settings, restored afterwards."""
+    import torch
+
+    old_threads = torch.get_num_threads()
+    old_deterministic = torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(old_deterministic)
+        torch.set_num_threads(old_threads)
+
+
+def _train(directory: Path, seed: int, steps: int) -> dict[str, Any]:
+    import torch
+    from transformers import AutoTokenizer, Qwen3ForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(str(directory))
+    pad_id = int(tokenizer.pad_token_id)
+    model = Qwen3ForCausalLM.from_pretrained(
+        str(directory), dtype=torch.float32, attn_implementation="sdpa"
+    )
+    save_dtype = getattr(torch, str(json.loads((directory / "config.json").read_text())["dtype"]))
+    torch.manual_seed(seed)
+    model.train()
+    examples = _Examples(tokenizer, seed)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=LEARNING_RATE, betas=(0.9, 0.98), weight_decay=0.0
+    )
+
+    def lr_factor(step: int) -> float:
+        if step < WARMUP_STEPS:
+            return (step + 1) / WARMUP_STEPS
+        progress = (step - WARMUP_STEPS) / max(1, steps - WARMUP_STEPS)
+        return 0.05 + 0.95 * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
+    losses: list[float] = []
+    t0 = time.perf_counter()
+    for _step in range(steps):
+        batch = [examples.draw() for _ in range(BATCH_SIZE)]
+        length = max(len(ids) for ids, _ in batch)
+        input_ids = torch.full((BATCH_SIZE, length), pad_id, dtype=torch.long)
+        attention = torch.zeros((BATCH_SIZE, length), dtype=torch.long)
+        labels = torch.full((BATCH_SIZE, length), -100, dtype=torch.long)
+        for row, (ids, trained) in enumerate(batch):
+            input_ids[row, : len(ids)] = torch.tensor(ids)
+            attention[row, : len(ids)] = 1
+            # labels[t] is the target of position t-1 (the model shifts them itself).
+            targets = torch.tensor([i if flag else -100 for i, flag in zip(ids, trained)])
+            labels[row, : len(ids)] = targets
+        out = model(input_ids=input_ids, attention_mask=attention, labels=labels)
+        optimizer.zero_grad(set_to_none=True)
+        out.loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        losses.append(float(out.loss.detach()))
+        if os.environ.get("THINK_MODEL_DEBUG") and _step % 25 == 0:
+            print(f"step {_step} loss {losses[-1]:.4f} t {time.perf_counter() - t0:.1f}s len {length}")
+
+    model.eval()
+    model.to(save_dtype)
+    # save_pretrained rewrites config.json (dropping app.tiny_model's legacy keys), so
+    # save into a scratch directory and move only the weights over.
+    with tempfile.TemporaryDirectory(dir=directory, prefix=".think-save-") as scratch:
+        model.save_pretrained(scratch, safe_serialization=True)
+        for old in directory.glob("model*.safetensors*"):
+            old.unlink()
+        for new in Path(scratch).glob("model*.safetensors*"):
+            shutil.move(str(new), directory / new.name)
+            (directory / new.name).chmod(0o644)
+    return {"final_loss": sum(losses[-20:]) / min(20, len(losses)), "first_loss": losses[0]}
+
+
+@contextlib.contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """An exclusive lock on `directory` (several test workers may build the same model)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    with (directory / ".think_model.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def write_think_model(
+    directory: str | Path, *, seed: int = 0, steps: int | None = None
+) -> Path:
+    """Write (or reuse) the trained thinking tiny model in `directory`; return its path.
+
+    The stamp file `think_model.stamp.json` records STAMP, the seed and the steps; when
+    it matches (and config.json exists) nothing is done. Otherwise the random tiny model
+    is (re)written with `seed` and trained for `steps` (default DEFAULT_STEPS) steps.
+    """
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    steps = DEFAULT_STEPS if steps is None else steps
+    wanted = {"stamp": STAMP, "seed": seed, "steps": steps}
+    stamp_path = path / STAMP_FILE
+    with _locked(path):
+        if (path / "config.json").is_file() and stamp_path.is_file():
+            try:
+                stamp = json.loads(stamp_path.read_text(encoding="utf-8"))
+            except ValueError:
+                stamp = {}
+            if all(stamp.get(key) == value for key, value in wanted.items()):
+                return path
+        stamp_path.unlink(missing_ok=True)
+        write_tiny_model(path, "tiny", seed=seed)
+        start = time.perf_counter()
+        with _torch_settings(threads=2):
+            stats = _train(path, seed, steps)
+        stats["train_seconds"] = round(time.perf_counter() - start, 2)
+        stamp_path.write_text(
+            json.dumps({**wanted, **stats}, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
+    return path

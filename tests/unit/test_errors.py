@@ -1,0 +1,87 @@
+"""The one error shape."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from pydantic import BaseModel, Field
+
+from app.errors import GatewayError, install_error_handlers
+
+
+class Body(BaseModel):
+    count: int = Field(ge=1)
+
+
+def make_app() -> FastAPI:
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.post("/echo")
+    async def echo(body: Body) -> dict[str, int]:
+        return {"count": body.count}
+
+    @app.get("/fail")
+    async def fail() -> None:
+        raise GatewayError("nope", status=404, code="model_not_found", param="model")
+
+    @app.get("/boom")
+    async def boom() -> None:
+        raise RuntimeError("secret traceback detail")
+
+    return app
+
+
+@pytest.fixture
+def client() -> TestClient:
+    return TestClient(make_app(), raise_server_exceptions=False)
+
+
+def assert_shape(body: dict[str, object]) -> dict[str, object]:
+    error = body["error"]
+    assert isinstance(error, dict)
+    assert set(error) == {"message", "type", "param", "code"}
+    assert isinstance(error["code"], str)
+    return error
+
+
+def test_gateway_error_body() -> None:
+    err = GatewayError("bad", param="x")
+    assert orjson.loads(err.to_bytes()) == {
+        "error": {"message": "bad", "type": "invalid_request_error", "param": "x", "code": "invalid_request"}
+    }
+
+
+def test_validation_is_400_not_422(client: TestClient) -> None:
+    r = client.post("/echo", json={"count": 0})
+    assert r.status_code == 400
+    error = assert_shape(r.json())
+    assert error["param"] == "count"
+
+
+def test_invalid_json_is_400(client: TestClient) -> None:
+    r = client.post("/echo", content=b"{oops", headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    assert assert_shape(r.json())["code"] == "invalid_json"
+
+
+def test_gateway_error_status_and_code(client: TestClient) -> None:
+    r = client.get("/fail")
+    assert r.status_code == 404
+    assert assert_shape(r.json())["code"] == "model_not_found"
+
+
+def test_unknown_route_and_method(client: TestClient) -> None:
+    assert assert_shape(client.get("/missing").json())["code"] == "not_found"
+    r = client.get("/echo")
+    assert r.status_code == 405
+    assert_shape(r.json())
+
+
+def test_unexpected_error_is_500_without_details(client: TestClient) -> None:
+    r = client.get("/boom")
+    assert r.status_code == 500
+    error = assert_shape(r.json())
+    assert "secret" not in str(error["message"])

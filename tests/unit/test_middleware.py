@@ -1,0 +1,72 @@
+"""Path tolerance, body limit and request metrics, on a bare app."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi import FastAPI, Request
+from fastapi.testclient import TestClient
+from prometheus_client import CollectorRegistry
+
+from app.errors import install_error_handlers
+from app.metrics import gateway_metrics
+from app.middleware import BodyLimitMiddleware, MetricsMiddleware, PathMiddleware, normalize_path
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/v1/chat/completions", "/v1/chat/completions"),
+        ("/v1/chat/completions/", "/v1/chat/completions"),
+        ("//v1/chat/completions", "/v1/chat/completions"),
+        ("/v1//chat///completions//", "/v1/chat/completions"),
+        ("/", "/"),
+    ],
+)
+def test_normalize_path(path: str, expected: str) -> None:
+    assert normalize_path(path) == expected
+
+
+def make_client() -> tuple[TestClient, CollectorRegistry]:
+    registry = CollectorRegistry()
+    app = FastAPI()
+    install_error_handlers(app)
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> dict[str, int]:
+        return {"size": len(await request.body())}
+
+    app.add_middleware(BodyLimitMiddleware, max_bytes=100)
+    app.add_middleware(
+        MetricsMiddleware, metrics=gateway_metrics(registry), routes=["/v1/chat/completions"]
+    )
+    app.add_middleware(PathMiddleware)
+    return TestClient(app), registry
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions/", "//v1/chat/completions"])
+def test_tolerant_paths_reach_the_route(path: str) -> None:
+    client, _ = make_client()
+    r = client.post("http://testserver" + path, content=b"abc", follow_redirects=False)
+    assert r.status_code == 200
+    assert r.json() == {"size": 3}
+
+
+def test_body_over_limit_is_413() -> None:
+    client, _ = make_client()
+    r = client.post("/v1/chat/completions", content=b"x" * 101)
+    assert r.status_code == 413
+    assert r.json()["error"]["code"] == "request_too_large"
+
+
+def test_requests_counted_by_route_and_status() -> None:
+    client, registry = make_client()
+    client.post("/v1/chat/completions", content=b"x")
+    client.get("/elsewhere")
+    ok = registry.get_sample_value(
+        "gateway_requests_total",
+        {"route": "/v1/chat/completions", "method": "POST", "status": "200"},
+    )
+    other = registry.get_sample_value(
+        "gateway_requests_total", {"route": "other", "method": "GET", "status": "404"}
+    )
+    assert ok == 1 and other == 1

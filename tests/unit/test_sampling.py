@@ -1,0 +1,65 @@
+"""Token budget and SamplingParams building."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.chat.sampling import build_sampling_params, completion_budget
+from app.errors import GatewayError
+from app.schemas.chat import ChatCompletionRequest
+
+
+def req(**fields: Any) -> ChatCompletionRequest:
+    fields.setdefault("messages", [{"role": "user", "content": "hi"}])
+    return ChatCompletionRequest.model_validate(fields)
+
+
+def test_budget_defaults_to_the_room_left() -> None:
+    assert completion_budget(req(), prompt_len=100, max_model_len=2048) == 1948
+
+
+def test_max_completion_tokens_wins_over_max_tokens() -> None:
+    assert completion_budget(req(max_tokens=50, max_completion_tokens=20), 10, 2048) == 20
+
+
+def test_context_length_exceeded_names_both_numbers() -> None:
+    with pytest.raises(GatewayError) as err:
+        completion_budget(req(max_tokens=2000), prompt_len=100, max_model_len=2048)
+    assert err.value.code == "context_length_exceeded"
+    assert "2048" in err.value.message and "2100" in err.value.message
+    assert err.value.param == "max_tokens"
+
+
+def test_prompt_alone_too_long() -> None:
+    with pytest.raises(GatewayError) as err:
+        completion_budget(req(), prompt_len=2048, max_model_len=2048)
+    assert err.value.code == "context_length_exceeded"
+
+
+def test_sampling_params_carry_every_field() -> None:
+    from vllm.sampling_params import RequestOutputKind
+
+    params = build_sampling_params(
+        req(
+            n=2, stop="x", seed=7, temperature=0.3, top_p=0.9, top_k=5, min_p=0.1,
+            presence_penalty=0.5, frequency_penalty=0.2, repetition_penalty=1.1,
+            logprobs=True, top_logprobs=3, ignore_eos=True,
+        ),
+        max_tokens=12,
+        stream=True,
+    )
+    assert (params.n, params.max_tokens, params.seed) == (2, 12, 7)
+    assert params.stop == ["x"]
+    assert (params.temperature, params.top_p, params.top_k, params.min_p) == (0.3, 0.9, 5, 0.1)
+    assert (params.presence_penalty, params.frequency_penalty) == (0.5, 0.2)
+    assert params.repetition_penalty == 1.1
+    assert params.logprobs == 3 and params.ignore_eos
+    assert params.output_kind == RequestOutputKind.DELTA
+    assert build_sampling_params(req(), 5, stream=False).output_kind == RequestOutputKind.FINAL_ONLY
+
+
+def test_top_logprobs_without_logprobs_is_rejected() -> None:
+    with pytest.raises(GatewayError):
+        build_sampling_params(req(top_logprobs=2), 5, stream=False)
