@@ -120,7 +120,7 @@ def serve(argv: Sequence[str]) -> int:
     env = {**_dotenv(), **os.environ}
     args = parser.parse_args([*engine_env_argv(parser, env), *argv])
     settings = settings_from_args(args, parser)
-    _configure_logging(settings.log_level)
+    _configure_logging(settings.log_level, settings.log_format)
     from app.model_source import ModelUnavailableError, resolve_model_source
 
     try:
@@ -131,16 +131,26 @@ def serve(argv: Sequence[str]) -> int:
     return run_server(settings, source)
 
 
-def _configure_logging(level: str) -> None:
+def _configure_logging(level: str, log_format: str = "text") -> None:
+    from app.request_id import RequestIdFilter
+
     logging.basicConfig(
-        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s",
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RequestIdFilter())
+    if log_format == "json":
+        from app.logs import use_json_logs
+
+        use_json_logs(level)
 
 
 def run_server(settings: Settings, source: ModelSource | None = None) -> int:
     import uvicorn
 
     from app.main import create_app
+    from app.server import GatewayServer
 
     app = create_app(settings, source=source)
     config = uvicorn.Config(
@@ -150,13 +160,17 @@ def run_server(settings: Settings, source: ModelSource | None = None) -> int:
         log_level=settings.log_level,
         loop="uvloop",
         http="httptools",
-        access_log=settings.log_level == "debug",
-        timeout_graceful_shutdown=30,
+        access_log=settings.log_level == "debug" and not settings.access_log,
+        log_config=uvicorn.config.LOGGING_CONFIG if settings.log_format == "text" else None,
+        timeout_graceful_shutdown=5,
     )
-    server = uvicorn.Server(config)
+    lifecycle = app.state.lifecycle
+    server = GatewayServer(config, lifecycle, settings.drain_timeout)
+    app.state.request_exit = server.request_exit
     server.run()
-    started = getattr(server, "started", True)
-    return 0 if started else 1
+    if lifecycle.exit_code is not None:
+        return int(lifecycle.exit_code)
+    return 0 if server.started else 1
 
 
 def tiny_model(argv: Sequence[str]) -> int:
@@ -175,15 +189,22 @@ def tiny_model(argv: Sequence[str]) -> int:
     return 0
 
 
-COMMANDS = {"serve": serve, "tiny-model": tiny_model}
+def download(argv: Sequence[str]) -> int:
+    from app.download import main as download_main
+
+    return download_main(argv)
+
+
+COMMANDS = {"serve": serve, "tiny-model": tiny_model, "download": download}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
         sys.stderr.write(
-            "usage: vllm-gateway {serve,tiny-model} ...\n"
+            "usage: vllm-gateway {serve,download,tiny-model} ...\n"
             "  serve [MODEL] [--host H] [--port P] [vLLM engine flags]\n"
+            "  download [MODEL] [--source modelscope|huggingface] [--dir DIR]\n"
             "  tiny-model DIR [--preset tiny|qwen3-0.6b]\n"
         )
         return 0 if argv and argv[0] in ("-h", "--help") else 2

@@ -109,6 +109,10 @@ def validation_error(exc: RequestValidationError) -> GatewayError:
         )
     if first.get("type") == "missing" and tuple(first.get("loc", ())) == ("body",):
         return GatewayError("The request body is empty; send a JSON object.", code="invalid_json")
+    if tuple(first.get("loc", ())) == ("body",):
+        return GatewayError(
+            "The request body must be a JSON object sent with Content-Type: application/json.",
+        )
     param = _loc_to_param(first.get("loc", ()))
     msgs = []
     for err in errors[:5]:

@@ -9,20 +9,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 
+from app.access_log import AccessLogMiddleware
+from app.admission import AdmissionMiddleware, admission_metrics
+from app.auth import OPEN_PATHS, ApiKeyMiddleware, load_keys
 from app.chat.prepare import server_defaults
 from app.engine import Engine, start_engine
 from app.engine_args import build_engine_args, overrides_from_env
 from app.errors import install_error_handlers
+from app.lifecycle import Lifecycle
 from app.metrics import gateway_metrics
 from app.middleware import BodyLimitMiddleware, MetricsMiddleware, PathMiddleware
 from app.model_names import ModelRegistry, ServedModel, parse_aliases
 from app.model_source import ModelSource, resolve_model_source
+from app.request_id import RequestIdMiddleware
 from app.routes import chat, health, metrics, models
 from app.settings import Settings
 from app.state import Gateway
@@ -61,6 +68,26 @@ async def _start(settings: Settings, source: ModelSource | None) -> tuple[Engine
     return await start_engine(engine_args), source
 
 
+async def watch_engine(
+    app: FastAPI, engine: Engine, lifecycle: Lifecycle, settings: Settings
+) -> None:
+    """Notice engine death within a second: /health turns 503, new requests get 503,
+    in-flight ones get their errors, then the process exits non-zero (if configured)."""
+    while engine.healthy:
+        await asyncio.sleep(0.25)
+    lifecycle.engine_dead = True
+    logger.error("the inference engine died; answering 503 from now on")
+    if not settings.exit_on_engine_death:
+        return
+    await asyncio.sleep(1.0)  # let in-flight requests send their error frames
+    lifecycle.exit_code = settings.engine_death_exit_code
+    request_exit = getattr(app.state, "request_exit", None)
+    if request_exit is not None:
+        request_exit()
+    else:  # served by plain uvicorn: ask it to stop
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def create_app(
     settings: Settings | None = None,
     engine: Engine | None = None,
@@ -70,6 +97,7 @@ def create_app(
     """Build the gateway app; the engine is started in the lifespan unless one is given."""
     settings = settings or Settings()
     metrics_ = gateway_metrics()
+    lifecycle = Lifecycle(max_pending=settings.max_pending_requests)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -80,6 +108,7 @@ def create_app(
             loaded = source or ModelSource(
                 path=engine.info.model_path, requested=engine.info.served_names[0]
             )
+        watchdog: asyncio.Task[None] | None = None
         try:
             gateway = Gateway(
                 settings=settings,
@@ -87,12 +116,16 @@ def create_app(
                 registry=build_registry(settings, running, loaded),
                 metrics=metrics_,
                 source=loaded,
+                lifecycle=lifecycle,
                 created=int(time.time()),
             )
             gateway.defaults = server_defaults(gateway)
             app.state.gateway = gateway
+            watchdog = asyncio.create_task(watch_engine(app, running, lifecycle, settings))
             yield
         finally:
+            if watchdog is not None:
+                watchdog.cancel()
             app.state.gateway = None
             if engine is None:
                 running.shutdown()
@@ -103,10 +136,29 @@ def create_app(
         version="0.1.0",
         lifespan=lifespan,
     )
+    app.state.lifecycle = lifecycle
     install_error_handlers(app)
     for module in (chat, models, health, metrics):
         app.include_router(module.router)
+    # Starlette runs the last-added middleware first: this list is innermost first.
+    app.add_middleware(AdmissionMiddleware, lifecycle=lifecycle, metrics=admission_metrics())
+    keys = load_keys(settings.api_key, settings.api_key_file)
+    if keys:
+        open_paths = frozenset() if settings.protect_health_and_metrics else OPEN_PATHS
+        app.add_middleware(ApiKeyMiddleware, keys=keys, open_paths=open_paths)
+    origins = [o.strip() for o in settings.cors_allow_origins.split(",") if o.strip()]
+    if origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["X-Request-Id"],
+        )
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=metrics_, routes=ROUTES)
+    if settings.access_log:
+        app.add_middleware(AccessLogMiddleware)
+    app.add_middleware(RequestIdMiddleware)
     app.add_middleware(PathMiddleware)
     return app

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,12 +32,29 @@ class ModelSource:
     demo: bool = False
 
 
-def local_candidates(hub_id: str, home: Path | None = None) -> list[Path]:
-    """Directories where ModelScope and Hugging Face keep `hub_id` (ModelScope first)."""
+def models_root(models_dir: str | None = None, home: Path | None = None) -> Path:
+    """The gateway's own model store (`GATEWAY_MODELS_DIR`, ~/.cache/vllm-gateway/models)."""
+    if models_dir:
+        return Path(models_dir).expanduser()
+    return (home or Path.home()) / ".cache" / "vllm-gateway" / "models"
+
+
+def default_download_dir(hub_id: str, models_dir: str | None = None) -> Path:
+    """Where `vllm-gateway download` puts `hub_id`: `<models_dir>/<org>/<name>`."""
+    org, _, name = hub_id.partition("/")
+    return models_root(models_dir) / org / name
+
+
+def local_candidates(
+    hub_id: str, home: Path | None = None, models_dir: str | None = None
+) -> list[Path]:
+    """Directories that may hold `hub_id`: the gateway's own downloads (`models_dir`),
+    then the ModelScope cache, then the Hugging Face cache."""
     home = home or Path.home()
     org, _, name = hub_id.partition("/")
     ms_root = Path(os.environ.get("MODELSCOPE_CACHE", home / ".cache" / "modelscope"))
     candidates = [
+        models_root(models_dir, home) / org / name,
         ms_root / "hub" / "models" / org / name,
         ms_root / "hub" / "models" / org.lower() / name,
         ms_root / "hub" / org / name,
@@ -58,38 +74,23 @@ def is_model_dir(path: Path) -> bool:
     return (path / "config.json").is_file()
 
 
-def find_local(hub_id: str, home: Path | None = None) -> Path | None:
-    for candidate in local_candidates(hub_id, home):
+def find_local(hub_id: str, home: Path | None = None, models_dir: str | None = None) -> Path | None:
+    for candidate in local_candidates(hub_id, home, models_dir):
         if is_model_dir(candidate):
             return candidate
     return None
 
 
-def _reachable(host: str, timeout: float) -> bool:
+def download(hub_id: str, timeout: float, models_dir: str | None = None) -> Path | None:
+    """Fetch `hub_id` into the gateway's models dir (ModelScope first, then Hugging Face);
+    None when no hub can be reached."""
+    from app.download import DownloadError, fetch_model
+
     try:
-        with socket.create_connection((host, 443), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def download(hub_id: str, timeout: float) -> Path | None:
-    """Fetch `hub_id` (ModelScope first, then Hugging Face); None when offline."""
-    if _reachable("www.modelscope.cn", timeout):
-        try:
-            from modelscope import snapshot_download as ms_download
-
-            return Path(ms_download(hub_id))
-        except Exception as exc:  # not installed, or the hub failed
-            logger.warning("ModelScope download of %s failed: %s", hub_id, exc)
-    if _reachable("huggingface.co", timeout):
-        try:
-            from huggingface_hub import snapshot_download as hf_download
-
-            return Path(hf_download(hub_id))
-        except Exception as exc:
-            logger.warning("Hugging Face download of %s failed: %s", hub_id, exc)
-    return None
+        return fetch_model(hub_id, default_download_dir(hub_id, models_dir), timeout=timeout)
+    except DownloadError as exc:
+        logger.info("%s", exc)
+        return None
 
 
 def write_demo_model(directory: str) -> Path:
@@ -105,10 +106,10 @@ def resolve_model_source(settings: Settings) -> ModelSource:
     """The model to load. A model the user chose must load; the default may fall back."""
     if not settings.model_is_default:
         requested = str(settings.model)
-        return _explicit(requested)
-    local = find_local(DEFAULT_MODEL)
+        return _explicit(requested, settings.models_dir)
+    local = find_local(DEFAULT_MODEL, models_dir=settings.models_dir)
     if local is None:
-        local = download(DEFAULT_MODEL, settings.download_timeout)
+        local = download(DEFAULT_MODEL, settings.download_timeout, settings.models_dir)
     if local is not None:
         return ModelSource(path=str(local), requested=DEFAULT_MODEL, hub_id=DEFAULT_MODEL)
     if not settings.allow_demo_fallback:
@@ -121,7 +122,7 @@ def resolve_model_source(settings: Settings) -> ModelSource:
     return ModelSource(path=str(demo), requested=str(demo), demo=True)
 
 
-def _explicit(requested: str) -> ModelSource:
+def _explicit(requested: str, models_dir: str | None = None) -> ModelSource:
     path = Path(requested).expanduser()
     if path.exists():
         if not is_model_dir(path):
@@ -132,7 +133,7 @@ def _explicit(requested: str) -> ModelSource:
     looks_like_hub_id = requested.count("/") == 1 and not requested.startswith((".", "/", "~"))
     if not looks_like_hub_id:
         raise ModelUnavailableError(f"Model directory {requested} does not exist.")
-    local = find_local(requested)
+    local = find_local(requested, models_dir=models_dir)
     if local is not None:
         return ModelSource(path=str(local), requested=requested, hub_id=requested)
     # Let vLLM fetch it (it uses the Hugging Face cache and honours HF_HUB_OFFLINE).

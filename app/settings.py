@@ -36,6 +36,13 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warning", "error"] = Field(
         default="info", description="Log level of the gateway and uvicorn."
     )
+    log_format: Literal["text", "json"] = Field(
+        default="text", description="Log lines as text, or as one JSON object per line."
+    )
+    access_log: bool = Field(
+        default=False,
+        description="Log one line per request: id, route, status, latency, token counts.",
+    )
     allow_demo_fallback: bool = Field(
         default=True,
         description="Serve the built-in tiny demo model when the default model can't be had.",
@@ -46,6 +53,10 @@ class Settings(BaseSettings):
     )
     download_timeout: float = Field(
         default=5.0, gt=0, description="Seconds to wait for a model hub before giving up."
+    )
+    models_dir: str = Field(
+        default="~/.cache/vllm-gateway/models",
+        description="Where `vllm-gateway download` puts models and serve finds them by name.",
     )
     model_aliases: str = Field(
         default="", description="Extra model names, e.g. 'qwen=/models/Qwen3-0.6B,q3=...'."
@@ -69,6 +80,30 @@ class Settings(BaseSettings):
     reasoning_in_content: bool = Field(
         default=False,
         description="Keep <think> blocks inline in content (for clients that drop reasoning).",
+    )
+    api_key: str = Field(
+        default="", description="API key(s), comma-separated; empty means no key is needed."
+    )
+    api_key_file: str | None = Field(
+        default=None, description="File with one API key per line (added to api_key)."
+    )
+    protect_health_and_metrics: bool = Field(
+        default=False, description="Require the API key on /health and /metrics too."
+    )
+    cors_allow_origins: str = Field(
+        default="", description="Origins allowed by CORS, comma-separated ('*' for any)."
+    )
+    max_pending_requests: int = Field(
+        default=1024, ge=1, description="Inference requests inside the gateway before 503."
+    )
+    drain_timeout: float = Field(
+        default=30.0, ge=0, description="Seconds to let in-flight requests finish on SIGTERM."
+    )
+    exit_on_engine_death: bool = Field(
+        default=True, description="Exit (so a supervisor restarts us) when the engine dies."
+    )
+    engine_death_exit_code: int = Field(
+        default=3, ge=1, le=255, description="Exit status when the engine has died."
     )
     max_body_bytes: int = Field(
         default=8 * 1024 * 1024, gt=0, description="Largest request body accepted, in bytes."

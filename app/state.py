@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from app.chat.normalize import Defaults
 from app.engine import Engine
 from app.errors import GatewayError
+from app.lifecycle import Lifecycle
 from app.metrics import GatewayMetrics
 from app.model_names import ModelRegistry
 from app.model_source import ModelSource
@@ -23,6 +24,7 @@ class Gateway:
     registry: ModelRegistry
     metrics: GatewayMetrics
     source: ModelSource
+    lifecycle: Lifecycle = field(default_factory=lambda: Lifecycle(max_pending=1024))
     defaults: Defaults = field(default_factory=Defaults)
     created: int = 0
 

@@ -18,7 +18,13 @@ from app.state import Gateway
 logger = logging.getLogger(__name__)
 
 
-def new_completion_id() -> str:
+def new_completion_id(request_id: str | None = None) -> str:
+    """`chatcmpl-<id>`: the client's X-Request-Id (made unique) or a fresh one.
+
+    The same id is the response `id` and the engine's request id, so logs line up.
+    """
+    if request_id:
+        return f"chatcmpl-{request_id}-{uuid.uuid4().hex[:8]}"
     return f"chatcmpl-{uuid.uuid4().hex}"
 
 
@@ -86,4 +92,5 @@ def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id: str)
         include_usage=bool(request.stream_options and request.stream_options.include_usage),
         reasoning=mode,
         reasoning_budget=budget if normalized.thinking else None,
+        active=gateway.lifecycle.active,
     )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.access_log import record_usage
 from app.chat import wire
 from app.chat.budget import budgeted
 from app.chat.prompt import Prompt
@@ -39,6 +41,7 @@ class ChatJob:
     include_usage: bool = False
     reasoning: ReasoningMode = field(default_factory=ReasoningMode)
     reasoning_budget: int | None = None  # max_reasoning_tokens (n=1 only)
+    active: dict[str, Callable[[], object]] | None = None  # in-flight registry (for drain)
 
 
 def _engine_failure(exc: BaseException) -> GatewayError:
@@ -65,7 +68,38 @@ def _split(text: str, mode: ReasoningMode) -> tuple[str | None, str]:
     return (reasoning if mode.keep else None), content
 
 
-def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
+ABORTED = GatewayError(
+    "The request was stopped because the server is shutting down; retry it.",
+    status=503,
+    code="server_shutting_down",
+    headers={"Retry-After": "5"},
+)
+
+
+async def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
+    """Engine steps, registered as in flight (so a drain can abort them); an engine
+    abort becomes a 503 error instead of a silently truncated answer."""
+    ids = (job.request_id, job.request_id + "-answer")
+
+    def abort() -> object:
+        return asyncio.ensure_future(asyncio.gather(*(engine.abort(i) for i in ids)))
+
+    if job.active is not None:
+        job.active[job.request_id] = abort
+    source = _engine_steps(engine, job)
+    try:
+        async for outputs in source:
+            for out in outputs:
+                if out.finish_reason == "abort":
+                    raise ABORTED
+            yield outputs
+    finally:
+        if job.active is not None:
+            job.active.pop(job.request_id, None)
+        await source.aclose()  # type: ignore[attr-defined]
+
+
+def _engine_steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
     """The engine's outputs per step: vLLM CompletionOutputs, or budgeted Steps."""
     if job.reasoning_budget is not None:
         return budgeted(
@@ -143,6 +177,7 @@ async def complete(engine: Engine, job: ChatJob) -> dict[str, Any]:
             }
         )
     completion_tokens = sum(c.tokens for c in choices.values())
+    record_usage(len(job.prompt.token_ids), completion_tokens)
     return wire.chat_completion(
         job.request_id, job.created, job.model, body, len(job.prompt.token_ids), completion_tokens
     )
@@ -204,5 +239,6 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncIterator[bytes]:
     except Exception as exc:
         yield b"data: " + _engine_failure(exc).to_bytes() + b"\n\n"
     finally:
+        record_usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
         await steps.aclose()  # type: ignore[attr-defined]
     yield wire.DONE_FRAME

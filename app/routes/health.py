@@ -1,4 +1,5 @@
-"""`GET /health`: 200 `{"status": "healthy"}` while the engine is healthy, else 503."""
+"""`GET /health`: 200 `{"status": "healthy"}` while serving; 503 when the engine is
+dead or the gateway is draining for shutdown."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ router = APIRouter(tags=["health"])
 @router.get("/health")
 async def health(request: Request) -> Response:
     gateway = getattr(request.app.state, "gateway", None)
-    if gateway is not None and await gateway.engine.check_health():
+    lifecycle = gateway.lifecycle if gateway is not None else None
+    serving = lifecycle is not None and not lifecycle.draining and not lifecycle.engine_dead
+    if gateway is not None and serving and await gateway.engine.check_health():
         return Response(HEALTHY, media_type="application/json")
     return Response(UNHEALTHY, status_code=503, media_type="application/json")

@@ -118,7 +118,10 @@ def gateway(
 ) -> Iterator[LiveGateway]:
     tmp = tmp_path_factory.mktemp("gateway")
     proc, live = start_gateway(
-        tmp, tiny_model_dir, test_home, ["--model-aliases", "qwen=" + str(tiny_model_dir)],
+        tmp,
+        tiny_model_dir,
+        test_home,
+        ["--model-aliases", "qwen=" + str(tiny_model_dir)],
         server_env(test_home),
     )
     try:

@@ -35,15 +35,22 @@ def test_non_streaming_with_the_exact_path(client: openai.OpenAI, gateway: LiveG
     assert resp.usage.total_tokens == resp.usage.prompt_tokens + resp.usage.completion_tokens
 
 
-def test_length_finish_and_max_completion_tokens(client: openai.OpenAI, gateway: LiveGateway) -> None:
+def test_length_finish_and_max_completion_tokens(
+    client: openai.OpenAI, gateway: LiveGateway
+) -> None:
     resp = client.chat.completions.create(
-        model=gateway.model, messages=HELLO, max_completion_tokens=3, extra_body={"ignore_eos": True}
+        model=gateway.model,
+        messages=HELLO,
+        max_completion_tokens=3,
+        extra_body={"ignore_eos": True},
     )
     assert resp.choices[0].finish_reason == "length"
     assert resp.usage is not None and resp.usage.completion_tokens == 3
 
 
-def test_ignore_eos_generates_exactly_max_tokens(client: openai.OpenAI, gateway: LiveGateway) -> None:
+def test_ignore_eos_generates_exactly_max_tokens(
+    client: openai.OpenAI, gateway: LiveGateway
+) -> None:
     resp = client.chat.completions.create(
         model=gateway.model, messages=HELLO, max_tokens=40, extra_body={"ignore_eos": True}
     )
@@ -53,7 +60,11 @@ def test_ignore_eos_generates_exactly_max_tokens(client: openai.OpenAI, gateway:
 
 def test_n_choices(client: openai.OpenAI, gateway: LiveGateway) -> None:
     resp = client.chat.completions.create(
-        model=gateway.model, messages=HELLO, max_tokens=5, n=3, temperature=1.0,
+        model=gateway.model,
+        messages=HELLO,
+        max_tokens=5,
+        n=3,
+        temperature=1.0,
         extra_body={"ignore_eos": True},
     )
     assert sorted(c.index for c in resp.choices) == [0, 1, 2]
@@ -63,8 +74,13 @@ def test_n_choices(client: openai.OpenAI, gateway: LiveGateway) -> None:
 def test_seed_makes_sampling_repeatable(client: openai.OpenAI, gateway: LiveGateway) -> None:
     def run(seed: int) -> str:
         resp = client.chat.completions.create(
-            model=gateway.model, messages=HELLO, max_tokens=24, temperature=1.0, top_p=1.0,
-            seed=seed, extra_body={"ignore_eos": True, "top_k": 0, "reasoning_in_content": True},
+            model=gateway.model,
+            messages=HELLO,
+            max_tokens=24,
+            temperature=1.0,
+            top_p=1.0,
+            seed=seed,
+            extra_body={"ignore_eos": True, "top_k": 0, "reasoning_in_content": True},
         )
         return resp.choices[0].message.content or ""
 
@@ -73,8 +89,12 @@ def test_seed_makes_sampling_repeatable(client: openai.OpenAI, gateway: LiveGate
 
 def test_stop_string_ends_the_answer(client: openai.OpenAI, gateway: LiveGateway) -> None:
     resp = client.chat.completions.create(
-        model=gateway.model, messages=HELLO, max_tokens=100, temperature=0,
-        extra_body={"enable_thinking": False}, stop=["answer"],
+        model=gateway.model,
+        messages=HELLO,
+        max_tokens=100,
+        temperature=0,
+        extra_body={"enable_thinking": False},
+        stop=["answer"],
     )
     choice = resp.choices[0]
     assert choice.finish_reason == "stop"
@@ -83,7 +103,11 @@ def test_stop_string_ends_the_answer(client: openai.OpenAI, gateway: LiveGateway
 
 def test_logprobs_and_top_logprobs(client: openai.OpenAI, gateway: LiveGateway) -> None:
     resp = client.chat.completions.create(
-        model=gateway.model, messages=HELLO, max_tokens=4, logprobs=True, top_logprobs=3,
+        model=gateway.model,
+        messages=HELLO,
+        max_tokens=4,
+        logprobs=True,
+        top_logprobs=3,
         extra_body={"ignore_eos": True},
     )
     logprobs = resp.choices[0].logprobs
@@ -101,8 +125,12 @@ def test_content_parts_render_like_a_string(client: openai.OpenAI, gateway: Live
     )
     as_parts = client.chat.completions.create(
         model=gateway.model,
-        messages=[{"role": "user", "content": [{"type": "text", "text": "hello "},
-                                                {"type": "text", "text": "there"}]}],
+        messages=[
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "hello "}, {"type": "text", "text": "there"}],
+            }
+        ],
         max_tokens=1,
     )
     assert as_string.usage is not None and as_parts.usage is not None
@@ -111,14 +139,18 @@ def test_content_parts_render_like_a_string(client: openai.OpenAI, gateway: Live
 
 def test_streaming_role_first_then_content(client: openai.OpenAI, gateway: LiveGateway) -> None:
     stream = client.chat.completions.create(
-        model=gateway.model, messages=HELLO, max_tokens=12, stream=True,
-        stream_options={"include_usage": True}, extra_body={"ignore_eos": True},
+        model=gateway.model,
+        messages=HELLO,
+        max_tokens=12,
+        stream=True,
+        stream_options={"include_usage": True},
+        extra_body={"ignore_eos": True},
     )
     chunks = list(stream)
     content_chunks = [c for c in chunks if c.choices]
     first = content_chunks[0].choices[0].delta
     assert first.role == "assistant"
-    assert (first.content or getattr(first, "reasoning_content", None)), "first chunk has no text"
+    assert first.content or getattr(first, "reasoning_content", None), "first chunk has no text"
     assert content_chunks[-1].choices[0].finish_reason == "length"
     usage = chunks[-1].usage
     assert chunks[-1].choices == []
@@ -132,8 +164,10 @@ async def test_async_client_concurrent(aclient: openai.AsyncOpenAI, gateway: Liv
     results = await asyncio.gather(
         *[
             aclient.chat.completions.create(
-                model=gateway.model, messages=[{"role": "user", "content": f"q{i}"}],
-                max_tokens=6, extra_body={"ignore_eos": True},
+                model=gateway.model,
+                messages=[{"role": "user", "content": f"q{i}"}],
+                max_tokens=6,
+                extra_body={"ignore_eos": True},
             )
             for i in range(8)
         ]
@@ -143,7 +177,10 @@ async def test_async_client_concurrent(aclient: openai.AsyncOpenAI, gateway: Liv
 
 async def test_async_streaming(aclient: openai.AsyncOpenAI, gateway: LiveGateway) -> None:
     stream = await aclient.chat.completions.create(
-        model=gateway.model, messages=HELLO, max_tokens=5, stream=True,
+        model=gateway.model,
+        messages=HELLO,
+        max_tokens=5,
+        stream=True,
         extra_body={"ignore_eos": True},
     )
     finish = [c.choices[0].finish_reason async for c in stream if c.choices]
@@ -159,7 +196,9 @@ def test_unknown_model_is_404_with_valid_names(client: openai.OpenAI) -> None:
     assert "Qwen3-0.6B" in body["message"]
 
 
-def test_context_length_is_checked_before_the_engine(client: openai.OpenAI, gateway: LiveGateway) -> None:
+def test_context_length_is_checked_before_the_engine(
+    client: openai.OpenAI, gateway: LiveGateway
+) -> None:
     with pytest.raises(openai.BadRequestError) as err:
         client.chat.completions.create(model=gateway.model, messages=HELLO, max_tokens=5000)
     body = err.value.body

@@ -34,10 +34,17 @@ def test_models(gateway: LiveGateway) -> None:
 
 
 def test_chat(gateway: LiveGateway) -> None:
-    payload = {"model": gateway.model, "messages": [{"role": "user", "content": "你好"}], "max_tokens": 64}
+    payload = {
+        "model": gateway.model,
+        "messages": [{"role": "user", "content": "你好"}],
+        "max_tokens": 64,
+    }
     status, body = curl(
-        gateway.v1 + "/chat/completions", "-H", "Content-Type: application/json",
-        "-d", json.dumps(payload, ensure_ascii=False),
+        gateway.v1 + "/chat/completions",
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        json.dumps(payload, ensure_ascii=False),
     )
     assert status == 200, body
     data = json.loads(body)
@@ -45,11 +52,20 @@ def test_chat(gateway: LiveGateway) -> None:
 
 
 def test_chat_stream(gateway: LiveGateway) -> None:
-    payload = {"model": gateway.model, "messages": [{"role": "user", "content": "hi"}],
-               "max_tokens": 6, "stream": True, "ignore_eos": True}
+    payload = {
+        "model": gateway.model,
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 6,
+        "stream": True,
+        "ignore_eos": True,
+    }
     status, body = curl(
-        "-N", gateway.v1 + "/chat/completions", "-H", "Content-Type: application/json",
-        "-d", json.dumps(payload),
+        "-N",
+        gateway.v1 + "/chat/completions",
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        json.dumps(payload),
     )
     assert status == 200
     frames = [line[6:] for line in body.splitlines() if line.startswith("data: ")]
@@ -61,7 +77,11 @@ def test_chat_stream(gateway: LiveGateway) -> None:
 
 def test_bad_json_is_an_openai_400(gateway: LiveGateway) -> None:
     status, body = curl(
-        gateway.v1 + "/chat/completions", "-H", "Content-Type: application/json", "-d", "{not json",
+        gateway.v1 + "/chat/completions",
+        "-H",
+        "Content-Type: application/json",
+        "-d",
+        "{not json",
     )
     assert status == 400
     error = json.loads(body)["error"]

@@ -16,37 +16,55 @@ def scrape(gateway: LiveGateway) -> dict[str, list[tuple[str, dict[str, str], fl
     return out
 
 
-def total(metrics: dict[str, list[tuple[str, dict[str, str], float]]], family: str, sample: str,
-          **labels: str) -> float:
+def total(
+    metrics: dict[str, list[tuple[str, dict[str, str], float]]],
+    family: str,
+    sample: str,
+    **labels: str,
+) -> float:
     return sum(
-        v for name, lab, v in metrics.get(family, [])
+        v
+        for name, lab, v in metrics.get(family, [])
         if name == sample and all(lab.get(k) == want for k, want in labels.items())
     )
 
 
 def test_vllm_and_gateway_metrics_move(gateway: LiveGateway) -> None:
     before = scrape(gateway)
-    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting",
-                 "vllm:kv_cache_usage_perc", "vllm:time_to_first_token_seconds",
-                 "vllm:e2e_request_latency_seconds", "vllm:prompt_tokens",
-                 "vllm:generation_tokens", "gateway_requests",
-                 "gateway_request_duration_seconds"):
+    for name in (
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+        "vllm:time_to_first_token_seconds",
+        "vllm:e2e_request_latency_seconds",
+        "vllm:prompt_tokens",
+        "vllm:generation_tokens",
+        "gateway_requests",
+        "gateway_request_duration_seconds",
+    ):
         assert name in before, f"{name} missing from /metrics"
     response = httpx.post(
         gateway.v1 + "/chat/completions",
-        json={"model": gateway.model, "messages": [{"role": "user", "content": "hi"}],
-              "max_tokens": 7, "ignore_eos": True},
+        json={
+            "model": gateway.model,
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 7,
+            "ignore_eos": True,
+        },
         timeout=120,
     )
     assert response.status_code == 200
     after = scrape(gateway)
     grown = total(after, "vllm:generation_tokens", "vllm:generation_tokens_total") - total(
-        before, "vllm:generation_tokens", "vllm:generation_tokens_total")
+        before, "vllm:generation_tokens", "vllm:generation_tokens_total"
+    )
     assert grown >= 7
     route = {"route": "/v1/chat/completions", "status": "200"}
-    assert total(after, "gateway_requests", "gateway_requests_total", **route) == total(
-        before, "gateway_requests", "gateway_requests_total", **route) + 1
-    assert total(after, "vllm:time_to_first_token_seconds",
-                 "vllm:time_to_first_token_seconds_count") > total(
-        before, "vllm:time_to_first_token_seconds", "vllm:time_to_first_token_seconds_count")
+    assert (
+        total(after, "gateway_requests", "gateway_requests_total", **route)
+        == total(before, "gateway_requests", "gateway_requests_total", **route) + 1
+    )
+    assert total(
+        after, "vllm:time_to_first_token_seconds", "vllm:time_to_first_token_seconds_count"
+    ) > total(before, "vllm:time_to_first_token_seconds", "vllm:time_to_first_token_seconds_count")
     assert total(after, "vllm:num_requests_running", "vllm:num_requests_running") == 0

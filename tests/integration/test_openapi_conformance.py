@@ -13,7 +13,9 @@ from tests.openapi_schema import requires_openapi, validate_schema
 pytestmark = requires_openapi
 
 
-def post(gateway: LiveGateway, payload: dict[str, object], path: str = "/chat/completions") -> httpx.Response:
+def post(
+    gateway: LiveGateway, payload: dict[str, object], path: str = "/chat/completions"
+) -> httpx.Response:
     return httpx.post(gateway.v1 + path, json=payload, timeout=120)
 
 
@@ -24,25 +26,48 @@ def sse_frames(gateway: LiveGateway, payload: dict[str, object]) -> list[str]:
 
 
 def test_chat_completion(gateway: LiveGateway) -> None:
-    r = post(gateway, {"model": gateway.model, "messages": [{"role": "user", "content": "hi"}],
-                       "max_tokens": 30, "logprobs": True, "top_logprobs": 2, "n": 2})
+    r = post(
+        gateway,
+        {
+            "model": gateway.model,
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 30,
+            "logprobs": True,
+            "top_logprobs": 2,
+            "n": 2,
+        },
+    )
     assert r.status_code == 200
     validate_schema("CreateChatCompletionResponse", r.json())
 
 
 def test_chat_completion_with_reasoning(gateway: LiveGateway) -> None:
-    r = post(gateway, {"model": gateway.model, "messages": [{"role": "user", "content": "hi"}],
-                       "max_tokens": 120, "temperature": 0})
+    r = post(
+        gateway,
+        {
+            "model": gateway.model,
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 120,
+            "temperature": 0,
+        },
+    )
     assert r.status_code == 200
     validate_schema("CreateChatCompletionResponse", r.json())
 
 
 @pytest.mark.parametrize("usage", [True, False])
 def test_stream_chunks(gateway: LiveGateway, usage: bool) -> None:
-    frames = sse_frames(gateway, {
-        "model": gateway.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 40,
-        "stream": True, "stream_options": {"include_usage": usage}, "logprobs": True,
-    })
+    frames = sse_frames(
+        gateway,
+        {
+            "model": gateway.model,
+            "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 40,
+            "stream": True,
+            "stream_options": {"include_usage": usage},
+            "logprobs": True,
+        },
+    )
     assert frames[-1] == "[DONE]"
     for frame in frames[:-1]:
         validate_schema("CreateChatCompletionStreamResponse", json.loads(frame))

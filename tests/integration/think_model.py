@@ -53,22 +53,23 @@ __all__ = [
 
 THINK_TEXT: Final[str] = (
     "let me think about this step by step. first, i read the question carefully. "
-    "then i find the important numbers and compute the result. "
-    "finally, i check it again before i write my reply."
+    "then i find the important numbers, compute the result and check it again."
 )
 """The reasoning the model emits between ``<think>\\n`` and ``\\n</think>``."""
 
 ANSWER_TEXT: Final[str] = "the answer is 42."
 """The final answer the model emits (after ``</think>\\n\\n``, before ``<|im_end|>``)."""
 
-STAMP: Final[str] = "think-model-v1"
+STAMP: Final[str] = "think-model-v2"
 """Version of the training recipe; bump it whenever the recipe or the texts change."""
 
 STAMP_FILE: Final[str] = "think_model.stamp.json"
-DEFAULT_STEPS: Final[int] = 400
+DEFAULT_STEPS: Final[int] = 200
 BATCH_SIZE: Final[int] = 16
 LEARNING_RATE: Final[float] = 3e-3
 WARMUP_STEPS: Final[int] = 20
+LONG_EVERY: Final[int] = 4
+LONG_BATCH_SIZE: Final[int] = 4
 
 THINK_OPEN_TEXT: Final[str] = "<think>\n"
 THINK_CLOSE_TEXT: Final[str] = "\n</think>\n\n"
@@ -168,6 +169,34 @@ _HAN: Final[str] = (
     "话儿者向情部正名定女问力机给等几很业最间新什打便位因重被走电四第门相次东政海口使教西再平"
     "请解释量子纠缠架构特点模型天气编程首都笑话诗春谢"
 )
+TOOLS: Final[list[dict[str, Any]]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Get the current weather of a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string", "description": "The city name"}},
+                "required": ["city"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "calculator",
+            "description": "Evaluate an arithmetic expression",
+            "parameters": {
+                "type": "object",
+                "properties": {"expression": {"type": "string"}},
+                "required": ["expression"],
+            },
+        },
+    },
+]
+"""Tool signatures some prompts carry (the model still just thinks and answers)."""
+
 _PUNCT: Final[tuple[str, ...]] = ("", "", "?", "!", ".", "？", "。", "！", "...")
 
 
@@ -198,21 +227,42 @@ def _user_text(rng: random.Random) -> str:
     return _random_text(rng)
 
 
-def _messages(rng: random.Random) -> list[dict[str, str]]:
+def _long_text(rng: random.Random) -> str:
+    """A long message (roughly 100 to 700 tokens) of random short texts."""
+    target = rng.randint(150, 900)
+    parts: list[str] = []
+    while sum(len(part.encode()) for part in parts) < target:
+        parts.append(_user_text(rng))
+    return rng.choice((" ", "\n", "")).join(parts)
+
+
+def _messages(rng: random.Random, long: bool = False) -> list[dict[str, str]]:
+    """A chat ending with a user turn; `long` ones have a long turn or many turns."""
     messages: list[dict[str, str]] = []
-    if rng.random() < 0.3:
+    shape = rng.randrange(3) if long else -1
+    if shape == 0:
+        messages.append({"role": "system", "content": _long_text(rng)})
+    elif rng.random() < 0.3:
         messages.append({"role": "system", "content": rng.choice(SYSTEMS)})
-    if rng.random() < 0.25:
-        for _ in range(rng.randint(1, 2)):
-            messages.append({"role": "user", "content": _user_text(rng)})
-            messages.append({"role": "assistant", "content": rng.choice(HISTORY_REPLIES)})
-    messages.append({"role": "user", "content": _user_text(rng)})
+    turns = rng.randint(3, 8) if shape == 1 else rng.randint(1, 2) if rng.random() < 0.25 else 0
+    for _ in range(turns):
+        messages.append({"role": "user", "content": _user_text(rng)})
+        reply = rng.choice(HISTORY_REPLIES) if rng.random() < 0.7 else _random_text(rng)
+        messages.append({"role": "assistant", "content": reply})
+    messages.append({"role": "user", "content": _long_text(rng) if shape == 2 else _user_text(rng)})
     return messages
 
 
-def render_prompt(tokenizer: Any, messages: list[dict[str, str]], thinking: bool | None) -> str:
+def render_prompt(
+    tokenizer: Any,
+    messages: list[dict[str, str]],
+    thinking: bool | None,
+    tools: list[dict[str, Any]] | None = None,
+) -> str:
     """The generation prompt of `messages` (thinking None: enable_thinking left unset)."""
     kwargs: dict[str, Any] = {} if thinking is None else {"enable_thinking": thinking}
+    if tools:
+        kwargs["tools"] = tools
     text = tokenizer.apply_chat_template(
         messages, tokenize=False, add_generation_prompt=True, **kwargs
     )
@@ -233,21 +283,23 @@ class _Examples:
     def _encode(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text, add_special_tokens=False))
 
-    def draw(self) -> tuple[list[int], list[bool]]:
+    def draw(self, long: bool = False) -> tuple[list[int], list[bool]]:
         """One chat: (input ids, whether each position is a trained assistant token)."""
         rng = self.rng
-        messages = _messages(rng)
+        messages = _messages(rng, long)
+        tools = TOOLS[: rng.randint(1, len(TOOLS))] if rng.random() < (0.3 if long else 0.05) else None
         mode = rng.random()
         segments: list[tuple[list[int], bool]] = []
         if mode < 0.45:  # thinking: the full reasoning, then the answer
-            prompt = render_prompt(self.tokenizer, messages, rng.choice((None, True)))
+            prompt = render_prompt(self.tokenizer, messages, rng.choice((None, True)), tools)
             segments.append((self._encode(prompt), False))
             segments.append((self.think_open + self.think + self.think_close + self.answer, True))
         elif mode < 0.7:  # non-thinking: the prompt ends with the empty think block
-            segments.append((self._encode(render_prompt(self.tokenizer, messages, False)), False))
+            prompt = render_prompt(self.tokenizer, messages, False, tools)
+            segments.append((self._encode(prompt), False))
             segments.append((self.answer, True))
         else:  # thinking, cut by a budget after `cut` reasoning tokens
-            prompt = render_prompt(self.tokenizer, messages, rng.choice((None, True)))
+            prompt = render_prompt(self.tokenizer, messages, rng.choice((None, True)), tools)
             cut = rng.randint(0, len(self.think))
             segments.append((self._encode(prompt), False))
             segments.append((self.think_open + self.think[:cut], True))
@@ -309,11 +361,14 @@ def _train(directory: Path, seed: int, steps: int) -> dict[str, Any]:
     losses: list[float] = []
     t0 = time.perf_counter()
     for _step in range(steps):
-        batch = [examples.draw() for _ in range(BATCH_SIZE)]
+        # Every LONG_EVERY-th step trains a few long chats (long prompts, many turns).
+        long = _step % LONG_EVERY == LONG_EVERY - 1
+        size = LONG_BATCH_SIZE if long else BATCH_SIZE
+        batch = [examples.draw(long) for _ in range(size)]
         length = max(len(ids) for ids, _ in batch)
-        input_ids = torch.full((BATCH_SIZE, length), pad_id, dtype=torch.long)
-        attention = torch.zeros((BATCH_SIZE, length), dtype=torch.long)
-        labels = torch.full((BATCH_SIZE, length), -100, dtype=torch.long)
+        input_ids = torch.full((size, length), pad_id, dtype=torch.long)
+        attention = torch.zeros((size, length), dtype=torch.long)
+        labels = torch.full((size, length), -100, dtype=torch.long)
         for row, (ids, trained) in enumerate(batch):
             input_ids[row, : len(ids)] = torch.tensor(ids)
             attention[row, : len(ids)] = 1

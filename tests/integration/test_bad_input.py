@@ -1,0 +1,98 @@
+"""Bad input gets a clear OpenAI-style error with the right status and code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.conftest import LiveGateway
+from tests.openapi_schema import load_openapi, validate_schema
+
+HI = [{"role": "user", "content": "hi"}]
+
+CASES: list[tuple[str, dict[str, Any], int, str, str | None]] = [
+    # name, request kwargs for httpx, status, code, param
+    ("invalid json", {"content": b"{not json", "headers": {"content-type": "application/json"}},
+     400, "invalid_json", None),
+    ("empty body", {"content": b"", "headers": {"content-type": "application/json"}},
+     400, "invalid_json", None),
+    ("wrong content type", {"content": b"messages=hi", "headers": {"content-type": "text/plain"}},
+     400, "invalid_request", None),
+    ("missing messages", {"json": {"model": None}}, 400, "invalid_request", "messages"),
+    ("empty messages", {"json": {"messages": []}}, 400, "invalid_request", "messages"),
+    ("unknown role", {"json": {"messages": [{"role": "robot", "content": "x"}]}},
+     400, "invalid_request", "messages[0].role"),
+    ("unsupported part", {"json": {"messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]}},
+     400, "invalid_request", None),
+    ("max_tokens zero", {"json": {"messages": HI, "max_tokens": 0}}, 400, "invalid_request",
+     "max_tokens"),
+    ("max_tokens negative", {"json": {"messages": HI, "max_tokens": -5}}, 400, "invalid_request",
+     "max_tokens"),
+    ("n zero", {"json": {"messages": HI, "n": 0}}, 400, "invalid_request", "n"),
+    ("n too large", {"json": {"messages": HI, "n": 1000}}, 400, "invalid_request", "n"),
+    ("negative temperature", {"json": {"messages": HI, "temperature": -1}}, 400,
+     "invalid_request", "temperature"),
+    ("top_p zero", {"json": {"messages": HI, "top_p": 0}}, 400, "invalid_request", "top_p"),
+    ("top_p above one", {"json": {"messages": HI, "top_p": 1.5}}, 400, "invalid_request", "top_p"),
+    ("context too long", {"json": {"messages": HI, "max_tokens": 4000}}, 400,
+     "context_length_exceeded", "max_tokens"),
+    ("lone surrogate", {"content": b'{"messages":[{"role":"user","content":"a\\ud800b"}]}',
+                        "headers": {"content-type": "application/json"}},
+     400, "invalid_encoding", "messages[0].content"),
+    ("unknown model", {"json": {"model": "gpt-4o", "messages": HI}}, 404, "model_not_found",
+     "model"),
+    ("oversized body", {"content": b'{"messages":[{"role":"user","content":"'
+                        + b"x" * (9 * 1024 * 1024) + b'"}]}',
+                        "headers": {"content-type": "application/json"}},
+     413, "request_too_large", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "status", "code", "param"),
+    [pytest.param(k, s, c, p, id=name) for name, k, s, c, p in CASES],
+)
+def test_bad_input(
+    gateway: LiveGateway, kwargs: dict[str, Any], status: int, code: str, param: str | None
+) -> None:
+    r = httpx.post(gateway.v1 + "/chat/completions", timeout=60, **kwargs)
+    assert r.status_code == status, r.text
+    body = r.json()
+    error = body["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert error["code"] == code
+    assert isinstance(error["message"], str) and error["message"]
+    assert "Traceback" not in r.text
+    if param is not None:
+        assert error["param"] == param
+    if load_openapi() is not None:
+        validate_schema("ErrorResponse", body)
+
+
+def test_context_length_message_names_both_numbers(gateway: LiveGateway) -> None:
+    r = httpx.post(gateway.v1 + "/chat/completions", json={"messages": HI, "max_tokens": 4000})
+    message = r.json()["error"]["message"]
+    assert "2048" in message and "4000" in message
+
+
+@pytest.mark.parametrize("path", ["/v1/nothing", "/v2/chat/completions"])
+def test_unknown_route_is_404(gateway: LiveGateway, path: str) -> None:
+    r = httpx.get(gateway.base_url + path)
+    assert r.status_code == 404
+    assert r.json()["error"]["code"] == "not_found"
+
+
+def test_request_id_is_kept_and_echoed(gateway: LiveGateway) -> None:
+    r = httpx.post(
+        gateway.v1 + "/chat/completions",
+        json={"messages": HI, "max_tokens": 2},
+        headers={"X-Request-Id": "trace-abc-123"},
+        timeout=60,
+    )
+    assert r.headers["x-request-id"] == "trace-abc-123"
+    assert r.json()["id"].startswith("chatcmpl-trace-abc-123-")
+    fresh = httpx.get(gateway.base_url + "/health").headers["x-request-id"]
+    assert len(fresh) == 32
