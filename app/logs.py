@@ -107,5 +107,6 @@ def use_json_logs(
         foreign = logging.getLogger(name)
         foreign.handlers.clear()
         foreign.propagate = True
+    logging.captureWarnings(True)  # Python warnings become JSON lines too
     if not environ.get("VLLM_LOGGING_CONFIG_PATH"):
         environ["VLLM_LOGGING_CONFIG_PATH"] = str(write_vllm_logging_config(level))

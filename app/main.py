@@ -30,13 +30,22 @@ from app.middleware import BodyLimitMiddleware, MetricsMiddleware, PathMiddlewar
 from app.model_names import ModelRegistry, ServedModel, parse_aliases
 from app.model_source import ModelSource, resolve_model_source
 from app.request_id import RequestIdMiddleware
-from app.routes import chat, health, metrics, models
+from app.routes import chat, completions, health, metrics, models, tokenize
 from app.settings import Settings
 from app.state import Gateway
 
 logger = logging.getLogger(__name__)
 
-ROUTES = ("/v1/chat/completions", "/v1/models", "/health", "/metrics")
+ROUTES = (
+    "/v1/chat/completions",
+    "/v1/completions",
+    "/v1/models",
+    "/tokenize",
+    "/detokenize",
+    "/version",
+    "/health",
+    "/metrics",
+)
 
 
 def build_registry(settings: Settings, engine: Engine, source: ModelSource) -> ModelRegistry:
@@ -138,7 +147,7 @@ def create_app(
     )
     app.state.lifecycle = lifecycle
     install_error_handlers(app)
-    for module in (chat, models, health, metrics):
+    for module in (chat, completions, tokenize, models, health, metrics):
         app.include_router(module.router)
     # Starlette runs the last-added middleware first: this list is innermost first.
     app.add_middleware(AdmissionMiddleware, lifecycle=lifecycle, metrics=admission_metrics())

@@ -12,7 +12,7 @@ from app.engine import Engine
 from app.errors import GatewayError
 from app.lifecycle import Lifecycle
 from app.metrics import GatewayMetrics
-from app.model_names import ModelRegistry
+from app.model_names import ModelRegistry, ServedModel
 from app.model_source import ModelSource
 from app.settings import Settings
 
@@ -27,6 +27,19 @@ class Gateway:
     lifecycle: Lifecycle = field(default_factory=lambda: Lifecycle(max_pending=1024))
     defaults: Defaults = field(default_factory=Defaults)
     created: int = 0
+
+    def served_model(self, requested: str | None) -> ServedModel:
+        """The model a request names (any accepted spelling); 404 listing the valid names."""
+        served = self.registry.resolve(requested)
+        if served is None:
+            names = ", ".join(self.registry.valid_names())
+            raise GatewayError(
+                f"The model `{requested}` does not exist. Valid names: {names}.",
+                status=404,
+                param="model",
+                code="model_not_found",
+            )
+        return served
 
 
 def get_gateway(request: Request) -> Gateway:

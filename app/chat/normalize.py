@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.chat.tools import forces_tool_call
 from app.errors import GatewayError
 from app.schemas.chat import ChatCompletionRequest, ChatMessage, TextPart
+from app.structured import wants_constraint
 from app.text import find_unencodable, strip_invisible
 
 # Qwen3's published sampling recommendations per mode.
@@ -186,14 +188,20 @@ def normalize(request: ChatCompletionRequest, defaults: Defaults) -> Normalized:
     messages, changed = hoist_system_messages(messages)
     if changed:
         fired.append("system_order")
-    messages, changed = fill_system_message(messages, defaults.system_prompt)
-    if changed:
-        fired.append("system_message")
+    if defaults.system_prompt or not request.tools:
+        # With tools the template opens a system turn of its own; an empty one adds nothing.
+        messages, changed = fill_system_message(messages, defaults.system_prompt)
+        if changed:
+            fired.append("system_message")
 
     asked = requested_thinking(request)
     thinking = asked if asked is not None else defaults.enable_thinking
     if asked is not None and request.enable_thinking is None:
         fired.append("thinking_flag")
+    if asked is None and (wants_constraint(request) or forces_tool_call(request)):
+        # A grammar starts at the first answer token: without an explicit ask, no <think>.
+        thinking = False
+        fired.append("constrained_thinking")
     template_kwargs = dict(request.chat_template_kwargs or {})
     if thinking is not None:
         template_kwargs["enable_thinking"] = thinking

@@ -1,4 +1,11 @@
-"""From a validated request to a ChatJob: resolve the model, normalize, render, budget."""
+"""From a validated request to a ChatJob: resolve the model, normalize, render, budget.
+
+Tools and constraints: `plan_tools` decides what the template offers and whether the
+answer is a forced tool call; otherwise `response_format` and vLLM's extras may
+constrain it. A constrained answer runs without thinking unless the request asks for
+it (see `app.chat.normalize`); when it does, the model thinks first, unconstrained, and
+the constraint applies after `</think>` (see `app.chat.budget`).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +14,15 @@ import time
 import uuid
 
 from app.chat.normalize import Defaults, normalize
-from app.chat.prompt import render_prompt
+from app.chat.prompt import open_think_block, render_prompt
 from app.chat.sampling import build_sampling_params, completion_budget
 from app.chat.service import ChatJob, ReasoningMode
+from app.chat.tools import plan_tools
 from app.errors import GatewayError
-from app.reasoning import THINK_OPEN
+from app.reasoning import THINK_CLOSE, THINK_OPEN
 from app.schemas.chat import ChatCompletionRequest
 from app.state import Gateway
+from app.structured import requested_constraint
 
 logger = logging.getLogger(__name__)
 
@@ -48,15 +57,7 @@ def server_defaults(gateway: Gateway) -> Defaults:
 
 
 def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id: str) -> ChatJob:
-    served = gateway.registry.resolve(body.model)
-    if served is None:
-        names = ", ".join(gateway.registry.valid_names())
-        raise GatewayError(
-            f"The model `{body.model}` does not exist. Valid names: {names}.",
-            status=404,
-            param="model",
-            code="model_not_found",
-        )
+    served = gateway.served_model(body.model)
     normalized = normalize(body, gateway.defaults)
     for kind in normalized.fired:
         gateway.metrics.normalizations.labels(kind).inc()
@@ -64,9 +65,34 @@ def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id: str)
         logger.debug("request %s normalized: %s", request_id, ", ".join(normalized.fired))
     request = normalized.request
     engine = gateway.engine
-    prompt = render_prompt(engine.tokenizer, request, normalized.template_kwargs)
+    tools = plan_tools(request)
+    constraint = tools.constraint or requested_constraint(request)
+    prompt = render_prompt(
+        engine.tokenizer, request, normalized.template_kwargs, tools.template_tools
+    )
+    # Constrained output with thinking asked for: think first, then the constrained answer.
+    think_first = constraint is not None and normalized.thinking
+    if think_first:
+        if request.n > 1:
+            raise GatewayError(
+                "Thinking before a constrained answer works with n=1; send one request per "
+                "choice, or turn thinking off.",
+                param="n",
+            )
+        prompt = open_think_block(engine.tokenizer, prompt)
     max_tokens = completion_budget(request, len(prompt.token_ids), engine.info.max_model_len)
-    params = build_sampling_params(request, max_tokens, stream=request.stream)
+    params = build_sampling_params(
+        request,
+        max_tokens,
+        stream=request.stream,
+        constraint=None if think_first else constraint,
+        stop_at=THINK_CLOSE if think_first else None,
+    )
+    answer_params = None
+    if think_first:
+        answer_params = build_sampling_params(
+            request, max_tokens, stream=request.stream, constraint=constraint
+        )
     keep = request.return_reasoning is not False
     inline = request.reasoning_in_content
     if inline is None:
@@ -78,7 +104,9 @@ def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id: str)
             param="max_reasoning_tokens",
         )
     mode = ReasoningMode(
-        parse=not inline,
+        # A grammar from the first token writes no think block: a `</think>` in the
+        # answer (inside a JSON string, say) is content.
+        parse=not inline and (constraint is None or think_first),
         keep=keep,
         in_reasoning=prompt.text.rstrip().endswith(THINK_OPEN),
     )
@@ -92,5 +120,7 @@ def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id: str)
         include_usage=bool(request.stream_options and request.stream_options.include_usage),
         reasoning=mode,
         reasoning_budget=budget if normalized.thinking else None,
+        tool_calls=tools.parse,
+        answer_params=answer_params,
         active=gateway.lifecycle.active,
     )

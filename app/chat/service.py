@@ -15,6 +15,7 @@ from app.chat.prompt import Prompt
 from app.engine import Engine
 from app.errors import GatewayError
 from app.reasoning import ReasoningStream, split_reasoning
+from app.tool_calls import ToolCall, ToolCallDelta, ToolCallStream, parse_tool_calls
 
 logger = logging.getLogger(__name__)
 
@@ -41,10 +42,12 @@ class ChatJob:
     include_usage: bool = False
     reasoning: ReasoningMode = field(default_factory=ReasoningMode)
     reasoning_budget: int | None = None  # max_reasoning_tokens (n=1 only)
+    tool_calls: bool = False  # turn <tool_call> blocks into message.tool_calls
+    answer_params: Any = None  # a constrained answer's own SamplingParams, after thinking
     active: dict[str, Callable[[], object]] | None = None  # in-flight registry (for drain)
 
 
-def _engine_failure(exc: BaseException) -> GatewayError:
+def engine_failure(exc: BaseException) -> GatewayError:
     name = type(exc).__name__
     if name == "EngineDeadError":
         return GatewayError(
@@ -101,7 +104,7 @@ async def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
 
 def _engine_steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
     """The engine's outputs per step: vLLM CompletionOutputs, or budgeted Steps."""
-    if job.reasoning_budget is not None:
+    if job.reasoning_budget is not None or job.answer_params is not None:
         return budgeted(
             engine,
             job.prompt.token_ids,
@@ -109,6 +112,7 @@ def _engine_steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
             job.request_id,
             job.reasoning_budget,
             job.reasoning.in_reasoning,
+            job.answer_params,
         )
     return _plain_steps(engine, job)
 
@@ -123,11 +127,12 @@ async def _plain_steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[A
 
 
 class _Choice:
-    __slots__ = ("finish", "logprobs", "parser", "sent_role", "text", "tokens")
+    __slots__ = ("finish", "logprobs", "parser", "sent_role", "text", "tokens", "tools")
 
-    def __init__(self, mode: ReasoningMode, streaming: bool) -> None:
+    def __init__(self, mode: ReasoningMode, streaming: bool, tool_calls: bool = False) -> None:
         use_parser = streaming and mode.parse
         self.parser = ReasoningStream(in_reasoning=mode.in_reasoning) if use_parser else None
+        self.tools = ToolCallStream() if streaming and tool_calls else None
         self.sent_role = False
         self.tokens = 0
         self.text: list[str] = []
@@ -156,7 +161,7 @@ async def complete(engine: Engine, job: ChatJob) -> dict[str, Any]:
     except GatewayError:
         raise
     except Exception as exc:
-        raise _engine_failure(exc) from exc
+        raise engine_failure(exc) from exc
     finally:
         await steps.aclose()  # type: ignore[attr-defined]
     if not choices:
@@ -165,15 +170,18 @@ async def complete(engine: Engine, job: ChatJob) -> dict[str, Any]:
     for index in sorted(choices):
         choice = choices[index]
         reasoning, content = _split("".join(choice.text), job.reasoning)
+        calls: list[ToolCall] = []
+        if job.tool_calls:
+            content, calls = parse_tool_calls(content)
         logprobs = None
         if job.top_logprobs is not None:
             logprobs = {"content": choice.logprobs, "refusal": None}
         body.append(
             {
                 "index": index,
-                "message": wire.assistant_message(content, reasoning),
+                "message": wire.assistant_message(content, reasoning, calls),
                 "logprobs": logprobs,
-                "finish_reason": wire.finish_reason(choice.finish) or "stop",
+                "finish_reason": wire.finish_reason(choice.finish or "stop", bool(calls)),
             }
         )
     completion_tokens = sum(c.tokens for c in choices.values())
@@ -184,7 +192,7 @@ async def complete(engine: Engine, job: ChatJob) -> dict[str, Any]:
 
 
 def _delta(choice: _Choice, mode: ReasoningMode, text: str, final: bool) -> dict[str, Any]:
-    """The delta for new text: reasoning and content separated, role on the first one."""
+    """The delta for new text: reasoning, content and tool calls separated, role first."""
     delta: dict[str, Any] = {}
     if choice.parser is None:
         content = text
@@ -195,7 +203,14 @@ def _delta(choice: _Choice, mode: ReasoningMode, text: str, final: bool) -> dict
             more_r, more_c = choice.parser.finish()
             reasoning += more_r
             content += more_c
-    if not choice.sent_role and (reasoning or content or final):
+    calls: list[ToolCallDelta] = []
+    if choice.tools is not None:
+        content, calls = choice.tools.feed(content)
+        if final:
+            more_c, more_calls = choice.tools.finish()
+            content += more_c
+            calls += more_calls
+    if not choice.sent_role and (reasoning or content or calls or final):
         delta["role"] = "assistant"
         choice.sent_role = True
     if reasoning and mode.keep:
@@ -203,8 +218,10 @@ def _delta(choice: _Choice, mode: ReasoningMode, text: str, final: bool) -> dict
         delta["reasoning"] = reasoning
     if content:
         delta["content"] = content
-    elif final and "role" in delta:
+    elif final and "role" in delta and not calls:
         delta["content"] = ""
+    if calls:
+        delta["tool_calls"] = [call.wire() for call in calls]
     return delta
 
 
@@ -223,10 +240,12 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncIterator[bytes]:
             for out in outputs:
                 choice = choices.get(out.index)
                 if choice is None:
-                    choice = choices[out.index] = _Choice(mode, streaming=True)
+                    choice = choices[out.index] = _Choice(mode, True, job.tool_calls)
                 choice.tokens += len(out.token_ids)
                 finish = wire.finish_reason(out.finish_reason)
                 delta = _delta(choice, mode, out.text, finish is not None)
+                if choice.tools is not None and choice.tools.called:
+                    finish = wire.finish_reason(finish, tool_called=True)
                 logprobs = None
                 if job.top_logprobs is not None and out.logprobs:
                     logprobs = wire.logprobs_content(out.token_ids, out.logprobs, job.top_logprobs)
@@ -237,7 +256,7 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncIterator[bytes]:
     except GatewayError as exc:
         yield b"data: " + exc.to_bytes() + b"\n\n"
     except Exception as exc:
-        yield b"data: " + _engine_failure(exc).to_bytes() + b"\n\n"
+        yield b"data: " + engine_failure(exc).to_bytes() + b"\n\n"
     finally:
         record_usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
         await steps.aclose()  # type: ignore[attr-defined]

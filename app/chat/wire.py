@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from app.tool_calls import ToolCall
+
 DONE_FRAME = b"data: [DONE]\n\n"
 
 
@@ -27,13 +29,13 @@ def usage_dict(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
     }
 
 
-def finish_reason(reason: str | None) -> str | None:
-    """vLLM's finish reasons mapped onto OpenAI's enum."""
+def finish_reason(reason: str | None, tool_called: bool = False) -> str | None:
+    """vLLM's finish reasons mapped onto OpenAI's enum (`tool_calls` when a call ended it)."""
     if reason is None:
         return None
     if reason in ("stop", "length", "tool_calls", "content_filter"):
-        return reason
-    return "stop"
+        return "tool_calls" if tool_called and reason == "stop" else reason
+    return "tool_calls" if tool_called else "stop"
 
 
 def logprobs_content(
@@ -138,9 +140,19 @@ def chat_completion(
     }
 
 
-def assistant_message(content: str, reasoning: str | None) -> dict[str, Any]:
-    """The assistant message; reasoning goes under both names clients read."""
+def assistant_message(
+    content: str, reasoning: str | None, tool_calls: Sequence[ToolCall] = ()
+) -> dict[str, Any]:
+    """The assistant message; reasoning goes under both names clients read.
+
+    With tool calls, empty content is null and `tool_calls` lists them (it is left out,
+    never null, without).
+    """
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if tool_calls:
+        message["tool_calls"] = [call.wire() for call in tool_calls]
+        if not content.strip():
+            message["content"] = None
     if reasoning:
         message["reasoning_content"] = reasoning
         message["reasoning"] = reasoning

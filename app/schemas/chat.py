@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.schemas.structured import StructuredFields
+
 Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
 
 
@@ -44,10 +46,44 @@ class ChatMessage(BaseModel):
         return "".join(part.text for part in self.content)
 
 
+class FunctionDef(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1)
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class Tool(BaseModel):
+    """A function tool; the chat template sees it as sent (nulls left out)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["function"] = "function"
+    function: FunctionDef
+
+
+class NamedFunction(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    name: str
+
+
+class NamedToolChoice(BaseModel):
+    """`tool_choice: {"type": "function", "function": {"name": ...}}`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["function"] = "function"
+    function: NamedFunction
+
+
+ToolChoice = Literal["none", "auto", "required"] | NamedToolChoice
 PositiveInt = Annotated[int, Field(ge=1)]
 
 
-class ChatCompletionRequest(BaseModel):
+class ChatCompletionRequest(StructuredFields):
     """OpenAI's chat request, plus the vLLM and Qwen3 extras clients send."""
 
     model_config = ConfigDict(extra="ignore")
@@ -73,9 +109,9 @@ class ChatCompletionRequest(BaseModel):
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
     ignore_eos: bool = False
     user: str | None = None
-    tools: list[dict[str, Any]] | None = None
-    tool_choice: Any = None
-    response_format: dict[str, Any] | None = None
+    tools: list[Tool] | None = None
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
     # Qwen3 / vLLM extras
     enable_thinking: bool | None = None
     return_reasoning: bool | None = None

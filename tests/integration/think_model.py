@@ -1,9 +1,11 @@
 """A tiny Qwen3 checkpoint trained to *really* think, for end-to-end reasoning tests.
 
 `write_think_model(directory)` writes the random ``"tiny"`` model of `app.tiny_model` and
-trains it briefly (plain torch, CPU, a few seconds) on synthetic Qwen3-format chats, so
-that served with greedy decoding (and, nearly always, with Qwen3's recommended sampling
-``temperature=0.6, top_p=0.95, top_k=20``) the model answers any short user prompt:
+trains it briefly (plain torch on the CPU: about 25 s of one core) on synthetic
+Qwen3-format chats (English/Chinese/random user turns, system prompts, tools, several
+turns, prompts of up to ~700 tokens), so that served with greedy decoding (and, nearly
+always, with Qwen3's recommended sampling ``temperature=0.6, top_p=0.95, top_k=20``) the
+model answers any user prompt:
 
 * thinking mode (generation prompt ``<|im_start|>assistant\\n``, i.e. ``enable_thinking``
   unset or true)::
@@ -21,9 +23,12 @@ that served with greedy decoding (and, nearly always, with Qwen3's recommended s
       {ANSWER_TEXT}<|im_end|>
 
 `<think>`/`</think>` are single non-special tokens (they survive skip_special_tokens);
-``<|im_end|>`` is the EOS token. The result is deterministic for a seed (and number of
-steps) on a given machine/torch build, and cached: a stamp file in the directory records
-what wrote it, so a second call with the same arguments returns at once.
+``<|im_end|>`` is the EOS token. THINK_TEXT is made of 39 distinct tokens, none of them in
+ANSWER_TEXT, so that each next token is easy to get right (also when sampling).
+
+The result is deterministic for a seed (and number of steps) on a given machine/torch
+build, and cached: a stamp file in the directory records what wrote it, so a second call
+with the same arguments returns at once.
 """
 
 from __future__ import annotations
@@ -46,30 +51,35 @@ __all__ = [
     "ANSWER_TEXT",
     "DEFAULT_STEPS",
     "STAMP",
+    "STAMP_FILE",
     "THINK_TEXT",
     "render_prompt",
     "write_think_model",
 ]
 
 THINK_TEXT: Final[str] = (
-    "let me think about this step by step. first, i read the question carefully. "
-    "then i find the important numbers, compute the result and check it again."
+    "well, i think about the user question: first we read it; next compute one result "
+    "and tell if that can be more helpful to you in a short reply"
 )
 """The reasoning the model emits between ``<think>\\n`` and ``\\n</think>``."""
 
 ANSWER_TEXT: Final[str] = "the answer is 42."
 """The final answer the model emits (after ``</think>\\n\\n``, before ``<|im_end|>``)."""
 
-STAMP: Final[str] = "think-model-v2"
+STAMP: Final[str] = "think-model-v3"
 """Version of the training recipe; bump it whenever the recipe or the texts change."""
 
 STAMP_FILE: Final[str] = "think_model.stamp.json"
-DEFAULT_STEPS: Final[int] = 200
+DEFAULT_STEPS: Final[int] = 120
 BATCH_SIZE: Final[int] = 16
-LEARNING_RATE: Final[float] = 3e-3
+LEARNING_RATE: Final[float] = 4e-3
 WARMUP_STEPS: Final[int] = 20
 LONG_EVERY: Final[int] = 4
 LONG_BATCH_SIZE: Final[int] = 4
+TRAIN_THREADS: Final[int] = 1
+"""Intra-op threads while training (THINK_MODEL_THREADS overrides). The weights come out
+the same with 1 or 2 threads, but 2 OpenMP threads slow down 5-10x whenever anything else
+runs on a small machine (a vLLM engine, another test worker), so 1 is the default."""
 
 THINK_OPEN_TEXT: Final[str] = "<think>\n"
 THINK_CLOSE_TEXT: Final[str] = "\n</think>\n\n"
@@ -152,16 +162,15 @@ HISTORY_REPLIES: Final[tuple[str, ...]] = (
 )
 """Earlier assistant turns (rendered without their reasoning, as the template does)."""
 
-_WORDS: Final[tuple[str, ...]] = tuple(
-    (
-        "the a an is are what how why who when where which can you me my your it this that "
-        "please tell write explain give make help find list number code python model think "
-        "step answer question reply weather city time day today tomorrow one two three four "
-        "ten hundred hello hi thanks good bad big small new old fast slow red blue sky sea "
-        "computer phone internet server request response token engine user assistant system "
-        "Paris Beijing Qwen GPU CPU API JSON HTTP data file test ping foo bar"
-    ).split()
+_WORD_TEXT: Final[str] = (
+    "the a an is are what how why who when where which can you me my your it this that "
+    "please tell write explain give make help find list number code python model think "
+    "step answer question reply weather city time day today tomorrow one two three four "
+    "ten hundred hello hi thanks good bad big small new old fast slow red blue sky sea "
+    "computer phone internet server request response token engine user assistant system "
+    "Paris Beijing Qwen GPU CPU API JSON HTTP data file test ping foo bar"
 )
+_WORDS: Final[tuple[str, ...]] = tuple(_WORD_TEXT.split())
 _HAN: Final[str] = (
     "的一是不了人我在有他这中大来上国个到说们为子和你地出道也时年得就那要下以生会自着去之过"
     "家学对可她里后小么心多天而能好都然没日于起还发成事只作当想看文无开手十用主行方又如前所本"
@@ -200,6 +209,12 @@ TOOLS: Final[list[dict[str, Any]]] = [
 _PUNCT: Final[tuple[str, ...]] = ("", "", "?", "!", ".", "？", "。", "！", "...")
 
 
+def _random_char(rng: random.Random) -> str:
+    """ASCII, Latin/IPA, CJK or emoji."""
+    ranges = ((33, 126), (0xA1, 0x2FF), (0x4E00, 0x9FFF), (0x1F600, 0x1F64F))
+    return chr(rng.choice([rng.randint(low, high) for low, high in ranges]))
+
+
 def _random_text(rng: random.Random) -> str:
     """A random short user message: English words, Chinese characters, digits or bytes."""
     kind = rng.random()
@@ -213,11 +228,11 @@ def _random_text(rng: random.Random) -> str:
         parts = [rng.choice(_WORDS) if rng.random() < 0.5 else rng.choice(_HAN) for _ in range(8)]
         text = "".join(parts[: rng.randint(1, 8)])
     elif kind < 0.9:
-        text = " ".join(str(rng.randint(0, 10**rng.randint(1, 6))) for _ in range(rng.randint(1, 4)))
+        text = " ".join(
+            str(rng.randint(0, 10 ** rng.randint(1, 6))) for _ in range(rng.randint(1, 4))
+        )
     else:  # arbitrary printable characters, any script
-        text = "".join(chr(rng.choice((rng.randint(33, 126), rng.randint(0xA1, 0x2FF),
-                                       rng.randint(0x4E00, 0x9FFF), rng.randint(0x1F600, 0x1F64F))))
-                       for _ in range(rng.randint(1, 10)))  # fmt: skip
+        text = "".join(_random_char(rng) for _ in range(rng.randint(1, 10)))
     return text + rng.choice(_PUNCT)
 
 
@@ -229,7 +244,7 @@ def _user_text(rng: random.Random) -> str:
 
 def _long_text(rng: random.Random) -> str:
     """A long message (roughly 100 to 700 tokens) of random short texts."""
-    target = rng.randint(150, 900)
+    target = rng.randint(120, 600)
     parts: list[str] = []
     while sum(len(part.encode()) for part in parts) < target:
         parts.append(_user_text(rng))
@@ -287,14 +302,15 @@ class _Examples:
         """One chat: (input ids, whether each position is a trained assistant token)."""
         rng = self.rng
         messages = _messages(rng, long)
-        tools = TOOLS[: rng.randint(1, len(TOOLS))] if rng.random() < (0.3 if long else 0.05) else None
+        with_tools = rng.random() < (0.3 if long else 0.05)
+        tools = TOOLS[: rng.randint(1, len(TOOLS))] if with_tools else None
         mode = rng.random()
         segments: list[tuple[list[int], bool]] = []
-        if mode < 0.45:  # thinking: the full reasoning, then the answer
+        if mode < 0.35:  # thinking: the full reasoning, then the answer
             prompt = render_prompt(self.tokenizer, messages, rng.choice((None, True)), tools)
             segments.append((self._encode(prompt), False))
             segments.append((self.think_open + self.think + self.think_close + self.answer, True))
-        elif mode < 0.7:  # non-thinking: the prompt ends with the empty think block
+        elif mode < 0.55:  # non-thinking: the prompt ends with the empty think block
             prompt = render_prompt(self.tokenizer, messages, False, tools)
             segments.append((self._encode(prompt), False))
             segments.append((self.answer, True))
@@ -312,6 +328,20 @@ class _Examples:
             trained += [flag] * len(tokens)
         return ids, trained
 
+    def batches(self) -> Iterator[list[tuple[list[int], list[bool]]]]:
+        """Endless training batches, in rounds of LONG_EVERY steps.
+
+        A round is LONG_EVERY - 1 batches of short chats (drawn together and sorted by
+        length, so that little is padded) and one small batch of long chats.
+        """
+        while True:
+            pool = [self.draw() for _ in range((LONG_EVERY - 1) * BATCH_SIZE)]
+            pool.sort(key=lambda example: len(example[0]))
+            short = [pool[i : i + BATCH_SIZE] for i in range(0, len(pool), BATCH_SIZE)]
+            self.rng.shuffle(short)
+            yield from short
+            yield [self.draw(long=True) for _ in range(LONG_BATCH_SIZE)]
+
 
 # --------------------------------------------------------------------------------------
 # Training
@@ -320,7 +350,7 @@ class _Examples:
 
 @contextlib.contextmanager
 def _torch_settings(threads: int) -> Iterator[None]:
-    """Deterministic single-process CPU settings, restored afterwards."""
+    """Deterministic CPU settings and a private RNG state, all restored afterwards."""
     import torch
 
     old_threads = torch.get_num_threads()
@@ -328,7 +358,8 @@ def _torch_settings(threads: int) -> Iterator[None]:
     torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(True)
     try:
-        yield
+        with torch.random.fork_rng(devices=[]):
+            yield
     finally:
         torch.use_deterministic_algorithms(old_deterministic)
         torch.set_num_threads(old_threads)
@@ -359,31 +390,25 @@ def _train(directory: Path, seed: int, steps: int) -> dict[str, Any]:
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
     losses: list[float] = []
-    t0 = time.perf_counter()
-    for _step in range(steps):
-        # Every LONG_EVERY-th step trains a few long chats (long prompts, many turns).
-        long = _step % LONG_EVERY == LONG_EVERY - 1
-        size = LONG_BATCH_SIZE if long else BATCH_SIZE
-        batch = [examples.draw(long) for _ in range(size)]
-        length = max(len(ids) for ids, _ in batch)
+    batches = examples.batches()
+    for _ in range(steps):
+        batch = next(batches)
+        size, length = len(batch), max(len(ids) for ids, _ in batch)
+        # Right padding needs no attention mask (causal attention never looks ahead).
         input_ids = torch.full((size, length), pad_id, dtype=torch.long)
-        attention = torch.zeros((size, length), dtype=torch.long)
         labels = torch.full((size, length), -100, dtype=torch.long)
         for row, (ids, trained) in enumerate(batch):
             input_ids[row, : len(ids)] = torch.tensor(ids)
-            attention[row, : len(ids)] = 1
             # labels[t] is the target of position t-1 (the model shifts them itself).
-            targets = torch.tensor([i if flag else -100 for i, flag in zip(ids, trained)])
-            labels[row, : len(ids)] = targets
-        out = model(input_ids=input_ids, attention_mask=attention, labels=labels)
+            targets = [token if flag else -100 for token, flag in zip(ids, trained, strict=True)]
+            labels[row, : len(ids)] = torch.tensor(targets)
+        out = model(input_ids=input_ids, labels=labels)
         optimizer.zero_grad(set_to_none=True)
         out.loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         scheduler.step()
-        losses.append(float(out.loss.detach()))
-        if os.environ.get("THINK_MODEL_DEBUG") and _step % 25 == 0:
-            print(f"step {_step} loss {losses[-1]:.4f} t {time.perf_counter() - t0:.1f}s len {length}")
+        losses.append(out.loss.item())
 
     model.eval()
     model.to(save_dtype)
@@ -415,9 +440,7 @@ def _locked(directory: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def write_think_model(
-    directory: str | Path, *, seed: int = 0, steps: int | None = None
-) -> Path:
+def write_think_model(directory: str | Path, *, seed: int = 0, steps: int | None = None) -> Path:
     """Write (or reuse) the trained thinking tiny model in `directory`; return its path.
 
     The stamp file `think_model.stamp.json` records STAMP, the seed and the steps; when
@@ -439,10 +462,12 @@ def write_think_model(
                 return path
         stamp_path.unlink(missing_ok=True)
         write_tiny_model(path, "tiny", seed=seed)
-        start = time.perf_counter()
-        with _torch_settings(threads=2):
+        start, cpu_start = time.perf_counter(), time.process_time()
+        threads = int(os.environ.get("THINK_MODEL_THREADS") or TRAIN_THREADS)
+        with _torch_settings(threads):
             stats = _train(path, seed, steps)
         stats["train_seconds"] = round(time.perf_counter() - start, 2)
+        stats["train_cpu_seconds"] = round(time.process_time() - cpu_start, 2)
         stamp_path.write_text(
             json.dumps({**wanted, **stats}, indent=2, sort_keys=True) + "\n", encoding="utf-8"
         )

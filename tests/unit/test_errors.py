@@ -50,7 +50,12 @@ def assert_shape(body: dict[str, object]) -> dict[str, object]:
 def test_gateway_error_body() -> None:
     err = GatewayError("bad", param="x")
     assert orjson.loads(err.to_bytes()) == {
-        "error": {"message": "bad", "type": "invalid_request_error", "param": "x", "code": "invalid_request"}
+        "error": {
+            "message": "bad",
+            "type": "invalid_request_error",
+            "param": "x",
+            "code": "invalid_request",
+        }
     }
 
 

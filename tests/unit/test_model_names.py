@@ -232,7 +232,10 @@ def test_empty_registry_rejected() -> None:
             "qwen=/models/Qwen3-0.6B,q3=Qwen/Qwen3-0.6B",
             {"qwen": "/models/Qwen3-0.6B", "q3": "Qwen/Qwen3-0.6B"},
         ),
-        ("  qwen = /models/Qwen3-0.6B ,\n q3=Qwen/Qwen3-0.6B  ", {"qwen": "/models/Qwen3-0.6B", "q3": "Qwen/Qwen3-0.6B"}),
+        (
+            "  qwen = /models/Qwen3-0.6B ,\n q3=Qwen/Qwen3-0.6B  ",
+            {"qwen": "/models/Qwen3-0.6B", "q3": "Qwen/Qwen3-0.6B"},
+        ),
         ("", {}),
         ("   ", {}),
         ("a=b,", {"a": "b"}),

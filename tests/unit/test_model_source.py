@@ -71,7 +71,7 @@ def test_explicit_missing_model_is_an_error(home: Path) -> None:
         resolve_model_source(Settings(model="/no/such/model"))
     empty = home / "empty"
     empty.mkdir()
-    with pytest.raises(ModelUnavailableError, match="config.json"):
+    with pytest.raises(ModelUnavailableError, match=r"config\.json"):
         resolve_model_source(Settings(model=str(empty)))
 
 

@@ -20,7 +20,11 @@ def test_tags() -> None:
     ("text", "in_reasoning", "expected"),
     [
         # Qwen3's usual shape.
-        ("<think>\nLet me think.\n</think>\n\nThe answer.", False, ("Let me think.", "The answer.")),
+        (
+            "<think>\nLet me think.\n</think>\n\nThe answer.",
+            False,
+            ("Let me think.", "The answer."),
+        ),
         ("  \n<think>\nR\n</think>\n\nA", False, ("R", "A")),  # leading whitespace
         # Only one leading/trailing "\n" is trimmed from reasoning.
         ("<think>\n\nR\n\n</think>A", False, ("\nR\n", "A")),
@@ -93,7 +97,7 @@ def _run(pieces: Sequence[str], in_reasoning: bool) -> tuple[str, str]:
 
 def _split_at(text: str, cuts: Sequence[int]) -> list[str]:
     bounds = [0, *sorted(cuts), len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 CORPUS = [
@@ -138,8 +142,23 @@ def test_stream_char_by_char_with_empty_deltas(text: str, in_reasoning: bool) ->
 
 
 FRAGMENTS = [
-    THINK_OPEN, THINK_CLOSE, "\n", "\n\n", " ", "a", "好", "😀", "<", "</", "</th",
-    "<thi", "think>", "ink>", ">", "/", "\t",
+    THINK_OPEN,
+    THINK_CLOSE,
+    "\n",
+    "\n\n",
+    " ",
+    "a",
+    "好",
+    "😀",
+    "<",
+    "</",
+    "</th",
+    "<thi",
+    "think>",
+    "ink>",
+    ">",
+    "/",
+    "\t",
 ]
 
 

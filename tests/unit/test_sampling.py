@@ -43,9 +43,19 @@ def test_sampling_params_carry_every_field() -> None:
 
     params = build_sampling_params(
         req(
-            n=2, stop="x", seed=7, temperature=0.3, top_p=0.9, top_k=5, min_p=0.1,
-            presence_penalty=0.5, frequency_penalty=0.2, repetition_penalty=1.1,
-            logprobs=True, top_logprobs=3, ignore_eos=True,
+            n=2,
+            stop="x",
+            seed=7,
+            temperature=0.3,
+            top_p=0.9,
+            top_k=5,
+            min_p=0.1,
+            presence_penalty=0.5,
+            frequency_penalty=0.2,
+            repetition_penalty=1.1,
+            logprobs=True,
+            top_logprobs=3,
+            ignore_eos=True,
         ),
         max_tokens=12,
         stream=True,

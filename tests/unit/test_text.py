@@ -5,11 +5,28 @@ import pytest
 from app.text import INVISIBLE_CHARS, find_unencodable, strip_invisible
 
 EXPECTED_INVISIBLE = {
-    "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad",
-    "\u202a", "\u202b", "\u202c", "\u202d", "\u202e",
-    "\u2066", "\u2067", "\u2068", "\u2069",
-    "\u180e", "\u2061", "\u2062", "\u2063", "\u2064",
-    "\u200e", "\u200f",
+    "\u200b",
+    "\u200c",
+    "\u200d",
+    "\u2060",
+    "\ufeff",
+    "\u00ad",
+    "\u202a",
+    "\u202b",
+    "\u202c",
+    "\u202d",
+    "\u202e",
+    "\u2066",
+    "\u2067",
+    "\u2068",
+    "\u2069",
+    "\u180e",
+    "\u2061",
+    "\u2062",
+    "\u2063",
+    "\u2064",
+    "\u200e",
+    "\u200f",
 }
 
 

@@ -1,0 +1,70 @@
+"""`tools` and `tool_choice`: what the template offers, whether to parse calls, the grammar.
+
+* `auto` (the default with tools): the template lists the tools; `<tool_call>` blocks in
+  the answer become `message.tool_calls`.
+* `none`: the tools are not offered at all (the template renders no tool section).
+* `required`: the answer is constrained to 1..8 calls of the listed functions (one when
+  `parallel_tool_calls` is false); a named function: exactly one call of it. The grammar
+  writes the calls as Qwen3's template does, with arguments matching each function's
+  JSON schema (see `app.grammar`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from app.errors import GatewayError
+from app.grammar import ToolSpec, tool_call_grammar
+from app.schemas.chat import ChatCompletionRequest, NamedToolChoice, Tool
+from app.structured import Constraint
+
+MAX_PARALLEL_CALLS: Final = 8
+
+
+@dataclass(frozen=True)
+class ToolPlan:
+    template_tools: list[dict[str, Any]] | None  # what the chat template sees
+    parse: bool = False  # turn <tool_call> blocks into message.tool_calls
+    constraint: Constraint | None = None  # required / named function
+
+
+def forces_tool_call(request: ChatCompletionRequest) -> bool:
+    """True when the answer must be a tool call (`required` or a named function)."""
+    choice = request.tool_choice
+    return bool(request.tools) and (choice == "required" or isinstance(choice, NamedToolChoice))
+
+
+def _spec(tool: Tool) -> ToolSpec:
+    return ToolSpec(tool.function.name, tool.function.parameters)
+
+
+def plan_tools(request: ChatCompletionRequest) -> ToolPlan:
+    """The plan for the request's tools; 400 for a tool_choice the tools can't satisfy."""
+    tools = request.tools or []
+    choice = request.tool_choice
+    forced = choice == "required" or isinstance(choice, NamedToolChoice)
+    if not tools:
+        if forced:
+            raise GatewayError(
+                "tool_choice requires a call, but the request has no tools.", param="tool_choice"
+            )
+        return ToolPlan(None)
+    if choice == "none":
+        return ToolPlan(None)
+    template = [tool.model_dump(exclude_none=True) for tool in tools]
+    if not forced:
+        return ToolPlan(template, parse=True)
+    if isinstance(choice, NamedToolChoice):
+        name = choice.function.name
+        chosen = [tool for tool in tools if tool.function.name == name]
+        if not chosen:
+            raise GatewayError(
+                f"tool_choice names the function `{name}`, which is not in tools.",
+                param="tool_choice",
+            )
+        grammar = tool_call_grammar([_spec(chosen[0])], max_calls=1)
+    else:
+        calls = 1 if request.parallel_tool_calls is False else MAX_PARALLEL_CALLS
+        grammar = tool_call_grammar([_spec(tool) for tool in tools], max_calls=calls)
+    return ToolPlan(template, parse=True, constraint=Constraint("grammar", grammar, "tool_choice"))

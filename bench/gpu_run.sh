@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The GPU benchmark in one device call: install the staged vLLM 0.26.0, write a model
+# with Qwen3-0.6B's architecture (random weights), run bench.run's gpu profile (vllm serve
+# then the gateway), and leave results.json, the log and a tarball of all logs in $OUT.
+#
+#   bash bench/gpu_run.sh                 # on the lent GPU, from the checkout's root
+#
+# Before it: bash ../shared/gpu/stage.sh here, then one device call per part
+# (carry [".gpu/partN"], `mkdir -p /root/stage && cp -r .gpu/partN/. /root/stage/`);
+# this script copies the part it is carried with (any .gpu/part*) itself. Wheels the
+# image lacks (orjson) travel in .whl/ (bench/gpu_wheels.sh fetches them).
+#
+# Knobs (environment): BENCH_BUDGET_S (seconds the whole script may take, default 560),
+# BENCH_ARGS (extra bench.run flags), MODEL_DIR, SKIP_INSTALL=1, DRY_RUN=1 (local test:
+# no install, no nvidia-smi, bench.run with BENCH_ARGS only).
+set -uo pipefail
+T0=$(date +%s)
+OUT=${OUT:-/tmp/bench-out}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/gpu_run.log") 2>&1
+BUDGET=${BENCH_BUDGET_S:-560}
+MODEL_DIR=${MODEL_DIR:-/root/models/qwen3-0.6b-random}
+RES=${RES_DIR:-/tmp/bench-res}
+PY=${PYTHON:-python3}
+elapsed() { echo $(( $(date +%s) - T0 )); }
+say() { echo "== [$(elapsed)s] $*"; }
+
+pack() {
+  # at most 8 files come back: results.json, gpu_run.log, logs.tar.gz, env.txt
+  if [ -d "$RES" ]; then
+    tar -czf "$OUT/logs.tar.gz" -C "$RES" . 2>/dev/null || true
+    [ -f "$RES/results.json" ] && cp "$RES/results.json" "$OUT/results.json"
+  fi
+  say "done; files in $OUT: $(ls "$OUT" | tr '\n' ' ')"
+}
+trap pack EXIT
+
+say "gpu_run.sh on $(hostname), budget ${BUDGET}s"
+if [ -z "${DRY_RUN:-}" ]; then
+  nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version,clocks.sm,clocks.mem \
+    --format=csv 2>&1 | tee "$OUT/env.txt"
+  nproc >> "$OUT/env.txt"; uptime >> "$OUT/env.txt"
+fi
+
+# 1. vLLM 0.26.0 from the staged parts
+if [ -z "${DRY_RUN:-}" ] && [ -z "${SKIP_INSTALL:-}" ]; then
+  mkdir -p /root/stage
+  for part in .gpu/part*; do [ -d "$part" ] && cp -r "$part"/. /root/stage/; done
+  if ! test -d /root/site/vllm; then
+    say "install.sh"
+    bash /root/stage/install.sh || { say "install.sh failed"; exit 3; }
+  fi
+  export PYTHONPATH=/root/site${PYTHONPATH:+:$PYTHONPATH}
+  export PATH=/root/site/bin:$PATH
+fi
+export VLLM_USE_FLASHINFER_SAMPLER=0
+# 2. wheels the image lacks (the gateway's orjson)
+if [ -z "${DRY_RUN:-}" ] && ls .whl/*.whl >/dev/null 2>&1; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || { say "wheel install failed"; exit 4; }
+  export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/tmp/site
+fi
+say "imports"
+"$PY" - <<'EOF' || { say "imports failed"; exit 5; }
+import importlib.metadata as m
+import vllm, fastapi, uvicorn, orjson, pydantic_settings, psutil  # noqa: F401
+import app.main, bench.run  # noqa: F401
+print("vllm", vllm.__version__, "fastapi", fastapi.__version__, "uvicorn", uvicorn.__version__)
+print("torch", m.version("torch"), "transformers", m.version("transformers"))
+EOF
+
+# 3. the model: Qwen3-0.6B's architecture, random bf16 weights, full-vocab tokenizer
+if [ ! -f "$MODEL_DIR/config.json" ]; then
+  say "tiny-model --preset qwen3-0.6b -> $MODEL_DIR"
+  "$PY" -m app tiny-model "$MODEL_DIR" --preset qwen3-0.6b || { say "model failed"; exit 6; }
+fi
+
+# 4. the A/B: bench.run stops starting work at its deadline, results saved after each run
+LEFT=$(( BUDGET - $(elapsed) - 25 ))
+say "bench.run with ${LEFT}s left"
+# shellcheck disable=SC2086
+"$PY" -m bench.run --profile gpu --model "$MODEL_DIR" --results-dir "$RES" \
+  --mirror-results "$OUT/results.json" --deadline-s "$LEFT" --session-estimate-s 100 \
+  --no-report ${BENCH_ARGS:-}
+say "bench.run exit $?"

@@ -1,0 +1,243 @@
+"""Profile one server's API-server process under `vllm bench serve` load with py-spy.
+
+    .venv/bin/pip install py-spy            # not in the lock: a tool, not a dependency
+    python -m bench.profile --server gateway --concurrency 64 --seconds 30
+    python -m bench.profile --server vllm --concurrency 64 --seconds 30
+
+Starts the server as `bench.run` does (same flags, same environment), starts a long
+benchmark against it, lets it warm up, records the API-server process with py-spy
+(`--nonblocking`, raw collapsed stacks, no idle frames), stops everything, and prints where
+the process's time went: by leaf frame's package, by our own functions (self and
+inclusive), plus its CPU seconds per output token over the recording. Files land in
+--out (default bench/results/tmp/profile-<server>-c<N>/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.run import (
+    PROFILES,
+    ROOT,
+    client_argv,
+    ensure_model,
+    server_argv,
+    server_cwd,
+    server_env,
+)
+from bench.servers import ServerProcess, stop_all
+
+# leaf-frame buckets, first match wins (matched against the frame's file path)
+BUCKETS = [
+    ("gateway app/", re.compile(r"(^|/)app/")),
+    (
+        "vllm output processing (detokenize, RequestOutput)",
+        re.compile(
+            r"vllm/(v1/engine/(output_processor|detokenizer|logprobs|async_llm)|outputs|"
+            r"tokenizers?/|transformers_utils/)"
+        ),
+    ),
+    (
+        "vllm engine client (ZMQ, msgspec decode)",
+        re.compile(
+            r"vllm/v1/engine/core_client|"
+            r"vllm/v1/serial_utils|zmq|msgspec"
+        ),
+    ),
+    ("vllm serving layer (entrypoints)", re.compile(r"vllm/entrypoints")),
+    ("vllm other", re.compile(r"vllm/")),
+    ("tokenizers / transformers", re.compile(r"tokenizers|transformers/")),
+    ("pydantic", re.compile(r"pydantic")),
+    ("json / orjson", re.compile(r"(^|/)json/|orjson")),
+    ("starlette / fastapi", re.compile(r"starlette|fastapi")),
+    ("uvicorn / httptools / h11", re.compile(r"uvicorn|httptools|h11")),
+    ("prometheus_client", re.compile(r"prometheus_client")),
+    ("asyncio / uvloop", re.compile(r"asyncio|uvloop")),
+]
+
+
+def parse_frame(frame: str) -> tuple[str, str]:
+    """py-spy raw frames look like `function (path/file.py:123)`."""
+    m = re.match(r"(.*) \((.*?)(?::\d+)?\)$", frame)
+    if not m:
+        return frame, ""
+    return m.group(1), m.group(2)
+
+
+def bucket_of(path: str, func: str) -> str:
+    for name, rx in BUCKETS:
+        if rx.search(path):
+            return name
+    if not path:
+        return "native / unknown"
+    return "other Python (stdlib etc.)"
+
+
+def summarize(raw: Path) -> dict[str, Any]:
+    leaf: collections.Counter[str] = collections.Counter()
+    app_self: collections.Counter[str] = collections.Counter()
+    app_incl: collections.Counter[str] = collections.Counter()
+    top_leaf: collections.Counter[str] = collections.Counter()
+    total = 0
+    for line in raw.read_text(errors="replace").splitlines():
+        stack, _, count_s = line.rpartition(" ")
+        if not stack or not count_s.isdigit():
+            continue
+        count = int(count_s)
+        frames = stack.split(";")
+        total += count
+        func, path = parse_frame(frames[-1])
+        leaf[bucket_of(path, func)] += count
+        top_leaf[f"{func} ({_short(path)})"] += count
+        if "/app/" in "/" + path:
+            app_self[f"{func} ({_short(path)})"] += count
+        seen = set()
+        for fr in frames:
+            f, p = parse_frame(fr)
+            if "/app/" in "/" + p:
+                key = f"{f} ({_short(p)})"
+                if key not in seen:
+                    seen.add(key)
+                    app_incl[key] += count
+    pct = (lambda n: round(100.0 * n / total, 1)) if total else (lambda n: 0.0)
+    return {
+        "samples": total,
+        "by_leaf_bucket_pct": {k: pct(v) for k, v in leaf.most_common()},
+        "app_self_pct": {k: pct(v) for k, v in app_self.most_common(15)},
+        "app_inclusive_pct": {k: pct(v) for k, v in app_incl.most_common(15)},
+        "top_leaf_functions_pct": {k: pct(v) for k, v in top_leaf.most_common(25)},
+    }
+
+
+def _short(path: str) -> str:
+    for marker in ("site-packages/", "/app/", "lib/python3"):
+        if marker in path:
+            return path[path.index(marker) + (len(marker) if marker != "/app/" else 1) :]
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.profile")
+    p.add_argument("--server", choices=("gateway", "vllm"), default="gateway")
+    p.add_argument("--profile", choices=sorted(PROFILES), default="cpu")
+    p.add_argument("--model", default=None)
+    p.add_argument("--preset", default=None)
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--concurrency", type=int, default=64)
+    p.add_argument("--workload", default="128x64")
+    p.add_argument("--seconds", type=int, default=30)
+    p.add_argument("--warmup-s", type=int, default=25, help="load before recording starts")
+    p.add_argument("--rate", type=int, default=100, help="py-spy samples per second")
+    p.add_argument("--port", type=int, default=18471)
+    p.add_argument("--out", default=None)
+    p.add_argument("--gateway-root", default=None, help="run the gateway from this checkout")
+    p.add_argument(
+        "--gil",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="sample only threads holding the GIL (on-CPU Python; default on)",
+    )
+    args = p.parse_args(argv)
+    py_spy = shutil.which("py-spy") or str(Path(args.python).parent / "py-spy")
+    if not Path(py_spy).exists():
+        raise SystemExit("py-spy not found: .venv/bin/pip install py-spy")
+    prof = PROFILES[args.profile]
+    model = ensure_model(args, prof)
+    out = Path(
+        args.out
+        or ROOT / "bench" / "results" / "tmp" / f"profile-{args.server}-c{args.concurrency}"
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    i, o = (int(x) for x in args.workload.split("x"))
+    server = ServerProcess(
+        name=args.server,
+        argv=server_argv(args.server, args.python, model, args.port, prof.engine_args),
+        port=args.port,
+        env=server_env(prof),
+        log_path=out / "server.log",
+        cwd=server_cwd(args.server, args.gateway_root),
+    )
+    client = None
+    try:
+        server.start()
+        print(f"profile: {args.server} ready after {server.wait_ready(900):.0f} s", flush=True)
+        # enough prompts to outlast warm-up + recording at any plausible rate
+        prompts = max(2000, args.concurrency * 40)
+        argv_c = client_argv(
+            args.python, model, args.port, (i, o), args.concurrency, prompts, 0, 0,
+            prof.sampling, out, "bench.json",
+        )  # fmt: skip
+        client = subprocess.Popen(
+            argv_c, stdout=open(out / "client.log", "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
+            cwd=ROOT, start_new_session=True,
+        )  # fmt: skip
+        time.sleep(args.warmup_s)
+        tokens0 = _tokens_from_metrics(args.port)
+        cpu0, eng0 = server.cpu_seconds()
+        t0 = time.monotonic()
+        raw = out / "py-spy.txt"
+        subprocess.run(
+            [py_spy, "record", "--pid", str(server.proc.pid if server.proc else 0),
+             "--duration", str(args.seconds), "--rate", str(args.rate), "--format", "raw",
+             "--nonblocking", "--output", str(raw), *(["--gil"] if args.gil else [])],
+            check=False, timeout=args.seconds + 60,
+        )  # fmt: skip
+        cpu1, eng1 = server.cpu_seconds()
+        wall = time.monotonic() - t0
+        tokens1 = _tokens_from_metrics(args.port)
+        tokens = None if tokens0 is None or tokens1 is None else tokens1 - tokens0
+        api_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
+        summary = summarize(raw) if raw.exists() else {}
+        summary.update(
+            server=args.server,
+            concurrency=args.concurrency,
+            workload=args.workload,
+            record_wall_s=round(wall, 1),
+            py_spy_gil_only=args.gil,
+            api_server_cpu_s=None if api_cpu is None else round(api_cpu, 2),
+            api_server_cpu_util=None if api_cpu is None else round(api_cpu / wall, 2),
+            engine_procs_cpu_s=None if eng0 is None or eng1 is None else round(eng1 - eng0, 2),
+            output_tokens=tokens,
+            output_tokens_per_s=None if tokens is None else round(tokens / wall, 1),
+            api_server_cpu_us_per_token=None
+            if not tokens or api_cpu is None
+            else round(api_cpu / tokens * 1e6, 1),
+            loadavg=os.getloadavg(),
+        )  # fmt: skip
+        (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+        print(json.dumps(summary, indent=1))
+    finally:
+        if client is not None and client.poll() is None:
+            os.killpg(client.pid, signal.SIGKILL)
+            client.wait(10)
+        server.stop()
+        stop_all()
+    return 0
+
+
+def _tokens_from_metrics(port: int) -> float | None:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+            for line in resp.read().decode().splitlines():
+                if line.startswith("vllm:generation_tokens_total"):
+                    return float(line.split()[-1])
+    except Exception:
+        return None
+    return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""One access-log line per request, with the request id and the token counts."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from starlette.responses import JSONResponse, StreamingResponse
+
+from app.access_log import AccessLogMiddleware, record_usage
+from app.request_id import RequestIdMiddleware
+
+
+def make_app() -> FastAPI:
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def chat() -> JSONResponse:
+        record_usage(12, 5)
+        return JSONResponse({"ok": True})
+
+    @app.get("/stream")
+    async def stream() -> StreamingResponse:
+        async def frames() -> AsyncIterator[bytes]:
+            yield b"data: 1\n\n"
+            record_usage(3, 2)
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(frames(), media_type="text/event-stream")
+
+    @app.get("/boom")
+    async def boom() -> None:
+        raise RuntimeError("boom")
+
+    app.add_middleware(AccessLogMiddleware)
+    app.add_middleware(RequestIdMiddleware)
+    return app
+
+
+def access_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "app.access"]
+
+
+def test_a_line_with_request_fields_and_tokens(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="app.access")
+    client = TestClient(make_app())
+    response = client.post("/v1/chat/completions", headers={"X-Request-Id": "req-1"})
+    assert response.status_code == 200
+    [rec] = access_records(caplog)
+    assert rec.request_id == "req-1"  # type: ignore[attr-defined]
+    assert rec.method == "POST"  # type: ignore[attr-defined]
+    assert rec.route == "/v1/chat/completions"  # type: ignore[attr-defined]
+    assert rec.status == 200  # type: ignore[attr-defined]
+    assert 0 <= rec.latency_s < 10  # type: ignore[attr-defined]
+    assert (rec.prompt_tokens, rec.completion_tokens) == (12, 5)  # type: ignore[attr-defined]
+    assert rec.getMessage().startswith("POST /v1/chat/completions 200 ")
+    assert rec.getMessage().endswith("tokens=12+5")
+
+
+def test_streamed_responses_report_tokens_after_the_last_frame(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="app.access")
+    client = TestClient(make_app())
+    assert client.get("/stream").text.endswith("[DONE]\n\n")
+    [rec] = access_records(caplog)
+    assert (rec.prompt_tokens, rec.completion_tokens) == (3, 2)  # type: ignore[attr-defined]
+
+
+def test_unknown_tokens_are_none_and_failures_are_500(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="app.access")
+    client = TestClient(make_app(), raise_server_exceptions=False)
+    assert client.get("/boom").status_code == 500
+    assert client.get("/missing").status_code == 404
+    boom, missing = access_records(caplog)
+    assert boom.status == 500 and boom.prompt_tokens is None  # type: ignore[attr-defined]
+    assert missing.status == 404 and missing.route == "/missing"  # type: ignore[attr-defined]
+    assert len(boom.request_id) == 32  # type: ignore[attr-defined]  # generated
+
+
+def test_record_usage_outside_a_request_is_a_no_op() -> None:
+    record_usage(1, 2)

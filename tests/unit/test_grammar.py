@@ -1,0 +1,216 @@
+"""app.grammar: the EBNF it builds, checked against xgrammar (vLLM's backend) when present."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from app.grammar import (
+    ToolSpec,
+    UnsupportedSchema,
+    json_literal,
+    json_object_grammar,
+    json_schema_grammar,
+    literal,
+    tool_call_grammar,
+)
+
+xgr = pytest.importorskip("xgrammar")
+try:
+    from xgrammar.testing import _is_grammar_accept_string as _accepts
+except ImportError:  # pragma: no cover - xgrammar without its testing helpers
+    _accepts = None
+
+
+def accepts(grammar: str, text: str) -> bool:
+    if _accepts is None:
+        pytest.skip("xgrammar.testing is not available")
+    return bool(_accepts(grammar, text))
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 5},
+        "age": {"type": "integer", "minimum": 0},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "minItems": 1, "maxItems": 2},
+        "score": {"anyOf": [{"type": "number"}, {"type": "null"}]},
+    },
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+
+
+def test_literal_escapes() -> None:
+    assert literal('a"b\\c\nd\te') == '"a\\"b\\\\c\\nd\\te"'
+    assert literal("\x01") == '"\\u0001"'
+    assert literal("中") == '"中"'
+    assert json_literal({"a": [1, "x"]}) == literal('{"a": [1, "x"]}')
+
+
+def test_grammars_compile() -> None:
+    for grammar in (
+        json_object_grammar(),
+        json_schema_grammar(PERSON),
+        json_schema_grammar({}),
+        tool_call_grammar([ToolSpec("f", PERSON), ToolSpec("g")], max_calls=3),
+    ):
+        xgr.Grammar.from_ebnf(grammar)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"name": "bob", "age": 3},
+        {"name": "", "age": 0, "tags": ["a", "b"], "score": 1.5},
+        {"name": 'a"\\', "age": 12, "score": None},
+        {"name": "x", "age": 1, "tags": ["b"], "score": -2e-5},
+    ],
+)
+def test_schema_grammar_accepts_valid_documents(value: dict[str, Any]) -> None:
+    assert accepts(json_schema_grammar(PERSON), dumps(value))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"name":"bob","age":3}',  # other whitespace
+        '{"name": "bob",  "age": 3}',
+        '{"name": "toolong", "age": 3}',  # maxLength
+        '{"age": 3}',  # required
+        '{"name": "a", "age": -1}',  # minimum 0
+        '{"name": "a", "age": 1, "tags": []}',  # minItems
+        '{"name": "a", "age": 1, "tags": ["a", "b", "a"]}',  # maxItems
+        '{"name": "a", "age": 1, "tags": ["c"]}',  # enum
+        '{"age": 1, "name": "a"}',  # schema order
+        '{"name": "a", "age": 1, "other": 1}',  # additionalProperties
+        '{"name": "a", "age": 1.5}',  # integer
+    ],
+)
+def test_schema_grammar_rejects(text: str) -> None:
+    assert not accepts(json_schema_grammar(PERSON), text)
+
+
+def test_optional_properties_any_subset_in_order() -> None:
+    schema = {"type": "object", "properties": {k: {"type": "boolean"} for k in "abc"}}
+    grammar = json_schema_grammar(schema)
+    for keys in ("", "a", "b", "c", "ab", "ac", "bc", "abc"):
+        assert accepts(grammar, dumps(dict.fromkeys(keys, True))), keys
+    assert not accepts(grammar, '{, "a": true}')
+    assert not accepts(grammar, '{"b": true, "a": true}')
+
+
+def test_refs_and_recursion() -> None:
+    schema = {
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+            }
+        },
+        "$ref": "#/$defs/Node",
+    }
+    grammar = json_schema_grammar(schema)
+    assert accepts(grammar, dumps({"kids": [{}, {"kids": [{"kids": []}]}]}))
+    assert not accepts(grammar, dumps({"kids": [1]}))
+
+
+def test_pydantic_model_schema() -> None:
+    from pydantic import BaseModel, Field
+
+    class Pet(BaseModel):
+        kind: str = Field(max_length=8)
+
+    class Owner(BaseModel):
+        name: str = Field(max_length=10)
+        pets: list[Pet] = Field(max_length=2)
+        nickname: str | None = None
+
+    grammar = json_schema_grammar(Owner.model_json_schema())
+    value = Owner(name="ann", pets=[Pet(kind="cat")], nickname=None)
+    assert accepts(grammar, dumps(value.model_dump()))
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "string", "pattern": "^a+$"},
+        {"type": "string", "format": "date-time"},
+        {"type": "integer", "maximum": 5},
+        {"type": "integer", "minimum": -3},
+        {"allOf": [{"type": "string"}, {"maxLength": 3}]},
+        {"type": "object", "properties": {"a": {}}, "required": ["b"]},
+        {"type": "array", "uniqueItems": True},
+        {"$ref": "#/$defs/Missing"},
+        {"not": {"type": "null"}},
+        False,
+    ],
+)
+def test_unsupported_keywords_raise(schema: Any) -> None:
+    with pytest.raises(UnsupportedSchema):
+        json_schema_grammar(schema)
+
+
+def test_annotations_are_ignored() -> None:
+    schema = {"title": "T", "description": "d", "type": "string", "default": "x", "examples": []}
+    assert accepts(json_schema_grammar(schema), '"hi"')
+
+
+def test_numbers_are_bounded() -> None:
+    grammar = json_schema_grammar({"type": "number"})
+    assert accepts(grammar, "-12.5e10")
+    assert not accepts(grammar, "1" * 17)
+    assert not accepts(grammar, "1e100")  # a three-digit exponent could overflow a double
+    assert not accepts(grammar, "01")
+
+
+def test_json_object_grammar() -> None:
+    grammar = json_object_grammar()
+    assert accepts(grammar, dumps({"a": [1, {"b": None}], "c": "é", "d": True}))
+    assert accepts(grammar, "{}")
+    assert not accepts(grammar, "[]")
+    assert not accepts(grammar, '"x"')
+
+
+WEATHER = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "maxLength": 10}, "unit": {"enum": ["c", "f"]}},
+    "required": ["city"],
+}
+
+
+def call(name: str, arguments: dict[str, Any]) -> str:
+    return f"<tool_call>\n{dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
+
+
+def test_tool_call_grammar_forces_qwen3_calls() -> None:
+    grammar = tool_call_grammar([ToolSpec("get_weather", WEATHER), ToolSpec("now")], max_calls=2)
+    one = call("get_weather", {"city": "Paris", "unit": "c"})
+    assert accepts(grammar, one)
+    assert accepts(grammar, call("now", {}))
+    assert accepts(grammar, one + "\n" + call("now", {}))
+    assert not accepts(grammar, "")  # at least one call
+    assert not accepts(grammar, "Sure! " + one)
+    assert not accepts(grammar, "\n".join([one] * 3))  # at most max_calls
+    assert not accepts(grammar, call("other", {}))
+    assert not accepts(grammar, call("get_weather", {"unit": "c"}))  # required city
+    assert not accepts(grammar, call("now", {"x": 1}))  # no parameters: {}
+
+
+def test_tool_with_unsupported_schema_takes_any_object() -> None:
+    odd = {"type": "object", "properties": {"q": {"type": "string", "pattern": "x+"}}}
+    grammar = tool_call_grammar([ToolSpec("search", odd), ToolSpec("w", WEATHER)])
+    assert accepts(grammar, call("search", {"anything": [1, 2]}))
+    assert accepts(grammar, call("w", {"city": "Rome"}))
+    assert not accepts(grammar, call("w", {"town": "Rome"}))
+
+
+def test_tool_call_grammar_needs_tools() -> None:
+    with pytest.raises(ValueError):
+        tool_call_grammar([])
