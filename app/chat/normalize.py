@@ -188,7 +188,8 @@ def normalize(request: ChatCompletionRequest, defaults: Defaults) -> Normalized:
     messages, changed = hoist_system_messages(messages)
     if changed:
         fired.append("system_order")
-    if defaults.system_prompt or not request.tools:
+    offers_tools = bool(request.tools) and request.tool_choice != "none"
+    if defaults.system_prompt or not offers_tools:
         # With tools the template opens a system turn of its own; an empty one adds nothing.
         messages, changed = fill_system_message(messages, defaults.system_prompt)
         if changed:

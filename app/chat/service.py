@@ -58,6 +58,11 @@ def engine_failure(exc: BaseException) -> GatewayError:
         )
     if name in ("VLLMValidationError", "ValueError"):
         return GatewayError(f"The engine rejected the request: {exc}")
+    cause = exc.__cause__
+    if isinstance(cause, (ValueError, TypeError, OverflowError)):
+        # vLLM wraps input it could not take (EngineGenerateError from a bad value).
+        logger.warning("engine rejected a request: %r", cause)
+        return GatewayError(f"The engine could not take this request: {cause}")
     logger.exception("engine error", exc_info=exc)
     return GatewayError(
         "The inference engine failed on this request.", status=500, code="engine_error"

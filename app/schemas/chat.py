@@ -94,7 +94,7 @@ class ChatCompletionRequest(StructuredFields):
     stream_options: StreamOptions | None = None
     n: int = Field(default=1, ge=1, le=128)
     stop: str | list[str] | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)
     max_tokens: PositiveInt | None = None
     max_completion_tokens: PositiveInt | None = None
     min_tokens: int = Field(default=0, ge=0)

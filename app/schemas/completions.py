@@ -34,7 +34,7 @@ class CompletionRequest(StructuredFields):
     presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     logit_bias: dict[str, float] | None = None
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)
     user: str | None = None
     # vLLM extras
     top_k: int | None = Field(default=None, ge=-1)

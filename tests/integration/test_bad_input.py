@@ -42,6 +42,8 @@ CASES: list[tuple[str, dict[str, Any], int, str, str | None]] = [
     ("lone surrogate", {"content": b'{"messages":[{"role":"user","content":"a\\ud800b"}]}',
                         "headers": {"content-type": "application/json"}},
      400, "invalid_encoding", "messages[0].content"),
+    ("seed beyond int64 (found by schemathesis)",
+     {"json": {"messages": HI, "seed": 18446744073709559808}}, 400, "invalid_request", "seed"),
     ("unknown model", {"json": {"model": "gpt-4o", "messages": HI}}, 404, "model_not_found",
      "model"),
     ("oversized body", {"content": b'{"messages":[{"role":"user","content":"'

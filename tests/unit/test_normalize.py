@@ -169,3 +169,11 @@ def test_nothing_fires_on_a_complete_request() -> None:
         top_k=3,
     )
     assert normalize(full, Defaults()).fired == ()
+
+
+def test_no_empty_system_message_when_the_template_makes_one_for_tools() -> None:
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    offered = normalize(req(tools=[tool]), Defaults())
+    assert offered.request.messages[0].role == "user"
+    refused = normalize(req(tools=[tool], tool_choice="none"), Defaults())
+    assert refused.request.messages[0].role == "system"

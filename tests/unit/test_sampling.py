@@ -73,3 +73,19 @@ def test_sampling_params_carry_every_field() -> None:
 def test_top_logprobs_without_logprobs_is_rejected() -> None:
     with pytest.raises(GatewayError):
         build_sampling_params(req(top_logprobs=2), 5, stream=False)
+
+
+def test_engine_failures_map_to_statuses() -> None:
+    from app.chat.service import engine_failure
+
+    class EngineDeadError(Exception):
+        pass
+
+    class EngineGenerateError(Exception):
+        pass
+
+    assert engine_failure(EngineDeadError()).status == 503
+    wrapped = EngineGenerateError()
+    wrapped.__cause__ = OverflowError("can't serialize ints")
+    assert engine_failure(wrapped).status == 400
+    assert engine_failure(RuntimeError("x")).status == 500
