@@ -52,12 +52,13 @@ class Engine:
         self.llm = llm
         self.tokenizer = tokenizer
         self.info = info
+        self._token_prompt = _token_prompt_builder()
 
     def generate(
         self, prompt_ids: list[int], params: SamplingParams, request_id: str
     ) -> AsyncIterator[RequestOutput]:
         """Stream the engine's outputs for one request (closing it aborts the request)."""
-        prompt: dict[str, Any] = {"prompt_token_ids": prompt_ids}
+        prompt = self._token_prompt(prompt_ids)
         return self.llm.generate(prompt, params, request_id)  # type: ignore[no-any-return]
 
     async def abort(self, request_id: str) -> None:
@@ -76,6 +77,17 @@ class Engine:
 
     def shutdown(self) -> None:
         self.llm.shutdown()
+
+
+def _token_prompt_builder() -> Any:
+    """The engine input for token ids. Newer vLLM takes a rendered `tokens_input`
+    synchronously; a plain dict there goes through a thread pool (and is deprecated).
+    Older releases (0.26) take the plain dict."""
+    try:
+        from vllm.inputs.engine import tokens_input
+    except ImportError:
+        return lambda ids: {"prompt_token_ids": ids}
+    return tokens_input
 
 
 def _supported_kwargs(func: Any, candidates: dict[str, Any]) -> dict[str, Any]:
