@@ -126,3 +126,35 @@ def test_log_records_carry_the_request_id() -> None:
     finally:
         current_request_id.reset(token)
     assert record.request_id == "req-9"  # type: ignore[attr-defined]
+
+
+def test_cors_from_settings() -> None:
+    from app.main import create_app
+    from app.settings import Settings
+
+    app = create_app(Settings(cors_allow_origins="https://ui.example", api_key="k"))
+    client = TestClient(app)  # no lifespan: the middleware answers preflights alone
+    preflight = client.options(
+        "/v1/chat/completions",
+        headers={
+            "Origin": "https://ui.example",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization,content-type",
+        },
+    )
+    assert preflight.status_code == 200
+    assert preflight.headers["access-control-allow-origin"] == "https://ui.example"
+    other = client.options(
+        "/v1/chat/completions",
+        headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"},
+    )
+    assert "access-control-allow-origin" not in other.headers
+    assert (
+        "access-control-allow-origin"
+        not in TestClient(create_app(Settings()))
+        .options(
+            "/v1/models",
+            headers={"Origin": "https://ui.example", "Access-Control-Request-Method": "GET"},
+        )
+        .headers
+    )
