@@ -163,6 +163,9 @@ def run_server(settings: Settings, source: ModelSource | None = None) -> int:
         access_log=settings.log_level == "debug" and not settings.access_log,
         log_config=uvicorn.config.LOGGING_CONFIG if settings.log_format == "text" else None,
         timeout_graceful_shutdown=5,
+        # Longer than clients' pools (aiohttp 15 s, httpx 5 s): a server that closes an idle
+        # connection first races the client's next request on it.
+        timeout_keep_alive=75,
     )
     lifecycle = app.state.lifecycle
     server = GatewayServer(config, lifecycle, settings.drain_timeout)

@@ -177,9 +177,11 @@ def goal_checks(data: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[
                 checks.append(
                     (
                         f"request throughput ≥ 1.1× vllm serve at c={conc}",
-                        f"{_fmt(ratio, '{:.3f}')}× "
+                        f"{_fmt(ratio, '{:.3f}')}× of medians "
                         f"({_fmt(r['gateway']['request_throughput'], '{:.2f}')} vs "
-                        f"{_fmt(r['vllm']['request_throughput'], '{:.2f}')} req/s)",
+                        f"{_fmt(r['vllm']['request_throughput'], '{:.2f}')} req/s); median of "
+                        f"per-round ratios "
+                        f"{_fmt(r['median_round_ratio']['request_throughput'], '{:.3f}')}×",
                         ratio is not None and ratio >= 1.1,
                     )
                 )
@@ -326,6 +328,14 @@ def _cpu_per_token(data: dict[str, Any]) -> list[tuple[str, int, float | None, f
     ]
 
 
+def _rounds_span(data: dict[str, Any]) -> str:
+    counts = [len(v) for v in runs_by_key(data).values()]
+    if not counts:
+        return "0"
+    lo, hi = min(counts), max(counts)
+    return str(lo) if lo == hi else f"{lo}-{hi}"
+
+
 def _session_label(session: dict[str, Any], data: dict[str, Any]) -> str:
     ran = any(
         r.get("metrics")
@@ -370,7 +380,7 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
     add(
         f"- Date: {data.get('started')} → {data.get('finished', 'unfinished')}"
         + (
-            f" (+ {len(data['sources']) - 1} more session(s))"
+            f" (+ {len(data['sources']) - 1} more bench.run invocation(s), merged)"
             if len(data.get("sources", [])) > 1
             else ""
         )
@@ -401,8 +411,8 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
     add(f"- Model: `{data['model']}`")
     add(
         f"- Workloads (in/out tokens): {', '.join(data['workloads'])}; concurrencies "
-        f"{', '.join(map(str, data['concurrencies']))}; rounds: "
-        f"{data.get('rounds_total', data['rounds'])}"
+        f"{', '.join(map(str, data['concurrencies']))}; rounds per point and server: "
+        f"{_rounds_span(data)}"
     )
     add(
         "- Server sessions in the order they ran (one server at a time, each started "
@@ -429,16 +439,17 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
     add(
         "Medians over rounds; ratio = gateway ÷ vllm serve of those medians (for TTFT and TPOT "
         "lower is better, so < 1 favours the gateway); per-round ratios pair the gateway's "
-        "round r with vllm serve's round r."
+        "round r with vllm serve's round r (sessions minutes apart), and their median is "
+        "the steadier estimate on a shared machine."
     )
     add("")
     head = (
         "| workload | conc | "
         + " | ".join(f"{title} vllm | {title} gw | ratio" for _, title, _ in METRICS)
-        + " | req/s ratio per round |"
+        + " | req/s: median of per-round ratios | req/s ratio per round |"
     )
     add(head)
-    add("|" + "---|" * (2 + 3 * len(METRICS) + 1))
+    add("|" + "---|" * (2 + 3 * len(METRICS) + 2))
     for r in rows:
         cells = [r["workload"], str(r["concurrency"])]
         for metric, _, spec in METRICS:
@@ -446,6 +457,7 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
             cells.append(_fmt(r["gateway"][metric], spec))
             cells.append(_fmt(r["ratio_of_medians"][metric], "{:.3f}"))
         per_round = r["round_ratios"]["request_throughput"]
+        cells.append(_fmt(r["median_round_ratio"]["request_throughput"], "{:.3f}"))
         cells.append(", ".join(_fmt(x, "{:.3f}") for x in per_round) or "–")
         add("| " + " | ".join(cells) + " |")
     add("")

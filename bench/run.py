@@ -706,6 +706,8 @@ class Runner:
             prompts = num_prompts(prof, workload, conc)
             warmups = min(conc, prof.warmups_cap)
             tag = f"{name}-r{rnd}-{workload[0]}x{workload[1]}-c{conc}"
+            if tag in runs:  # the same point twice (`--concurrency 8,8`): keep both
+                tag += f"-{sum(t.startswith(tag) for t in runs) + 1}"
             argv = client_argv(
                 args.python, model, server.port, workload, conc, prompts, warmups,
                 args.seed, prof.sampling, self.results_dir, tag + ".json",

@@ -41,6 +41,9 @@ class MemoryStats:
     vm_hwm_mib: float | None = None  # kernel's high-water mark since exec
     children_rss_mib: float = 0.0  # engine processes at the last poll, for context
     samples: int = 0
+    # which CPU the API-server's main thread was on at each poll (placement matters on
+    # small machines where vLLM pins its CPU worker to one core)
+    core_samples: dict[int, int] = field(default_factory=dict)
 
 
 def _read_status_kib(pid: int, key: str) -> int | None:
@@ -52,6 +55,16 @@ def _read_status_kib(pid: int, key: str) -> int | None:
     except (OSError, ValueError):
         return None
     return None
+
+
+def _current_core(pid: int) -> int | None:
+    """The CPU the process's main thread last ran on (field 39 of /proc/PID/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return int(fields[36])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _rss_kib(pid: int) -> int | None:
@@ -112,6 +125,9 @@ class ServerProcess:
             mem = self.memory
             mem.samples += 1
             mem.rss_peak_polled_mib = max(mem.rss_peak_polled_mib, mib)
+            core = _current_core(pid)
+            if core is not None and self._under_load:
+                mem.core_samples[core] = mem.core_samples.get(core, 0) + 1
             if self._under_load:
                 mem.rss_peak_load_mib = max(mem.rss_peak_load_mib, mib)
             if psutil is not None and mem.samples % 20 == 1:
@@ -183,6 +199,7 @@ class ServerProcess:
             "rss_peak_under_load_mib": _round(self.memory.rss_peak_load_mib),
             "engine_children_rss_mib": _round(self.memory.children_rss_mib),
             "rss_samples": self.memory.samples,
+            "api_server_core_samples": dict(sorted(self.memory.core_samples.items())),
         }
 
     def stop(self, grace_s: float = 30.0) -> int | None:
