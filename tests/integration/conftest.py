@@ -36,18 +36,25 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+def wait_ok(
+    url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float, what: str = "gateway"
+) -> None:
+    """Poll `url` until it answers 200; fail with the log tail if `proc` exits or time runs out."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"gateway exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
+            raise RuntimeError(f"{what} exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
         try:
-            if httpx.get(url + "/health", timeout=2).status_code == 200:
+            if httpx.get(url, timeout=2).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
-        time.sleep(1)
-    raise RuntimeError(f"gateway not healthy after {timeout}s:\n{log.read_text()[-4000:]}")
+        time.sleep(0.25)
+    raise RuntimeError(f"{what} not ready after {timeout}s:\n{log.read_text()[-4000:]}")
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout: float) -> None:
+    wait_ok(url + "/health", proc, log, timeout)
 
 
 def server_env(home: Path) -> dict[str, str]:

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.deploy_files import dashboard_exprs, find_tool, grafana_to_promql
-from tests.integration.conftest import LiveGateway, free_port
+from tests.integration.conftest import LiveGateway, free_port, wait_ok
 
 DEADLINE = 60.0  # seconds for Prometheus to start and to see the first samples
 
@@ -61,20 +61,6 @@ def prometheus_config(target: str) -> dict[str, Any]:
     }
 
 
-def wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"prometheus exited with {proc.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(url + "/-/ready", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.25)
-    raise RuntimeError(f"prometheus not ready after {DEADLINE}s:\n{log.read_text()[-4000:]}")
-
-
 @pytest.fixture(scope="module")
 def prometheus(
     gateway: LiveGateway, tmp_path_factory: pytest.TempPathFactory
@@ -96,7 +82,7 @@ def prometheus(
         proc = subprocess.Popen(cmd, cwd=tmp, stdout=out, stderr=subprocess.STDOUT)
     try:
         url = f"http://127.0.0.1:{port}"
-        wait_ready(url, proc, log)
+        wait_ok(url + "/-/ready", proc, log, DEADLINE, what="prometheus")
         yield PrometheusServer(url, log)
     finally:
         proc.terminate()
