@@ -14,8 +14,6 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.middleware import normalize_path
-
 logger = logging.getLogger("app.access")
 
 
@@ -69,7 +67,7 @@ class AccessLogMiddleware:
 
 
 def _log(scope: Scope, status: int, latency: float, usage: Usage) -> None:
-    route = normalize_path(scope["path"])[:256]
+    route = scope["path"][:256]  # already canonical: PathMiddleware runs first
     method = scope["method"]
     fields = {
         "request_id": scope.get("state", {}).get("request_id"),

@@ -11,7 +11,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.errors import GatewayError
 from app.lifecycle import Lifecycle
-from app.middleware import normalize_path
 
 INFERENCE_ROUTES = frozenset({"/v1/chat/completions", "/v1/completions"})
 
@@ -76,7 +75,7 @@ class AdmissionMiddleware:
         metrics.limit.set(lifecycle.max_pending)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or normalize_path(scope["path"]) not in INFERENCE_ROUTES:
+        if scope["type"] != "http" or scope["path"] not in INFERENCE_ROUTES:
             await self.app(scope, receive, send)
             return
         reason = self.lifecycle.admit()

@@ -9,7 +9,6 @@ from pathlib import Path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.errors import GatewayError
-from app.middleware import normalize_path
 
 OPEN_PATHS = frozenset({"/health", "/metrics"})
 
@@ -53,7 +52,7 @@ class ApiKeyMiddleware:
         if scope["type"] != "http" or scope["method"] == "OPTIONS":
             await self.app(scope, receive, send)
             return
-        if normalize_path(scope["path"]) in self.open_paths:
+        if scope["path"] in self.open_paths:
             await self.app(scope, receive, send)
             return
         token = bearer_token(scope.get("headers", []))

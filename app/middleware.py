@@ -23,7 +23,10 @@ def normalize_path(path: str) -> str:
 
 
 class PathMiddleware:
-    """Routes `/v1/chat/completions/` and `//v1/...` like the canonical path (no redirect)."""
+    """Routes `/v1/chat/completions/` and `//v1/...` like the canonical path (no redirect).
+
+    It runs outermost, so every other middleware sees the canonical `scope["path"]`.
+    """
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -51,7 +54,7 @@ class MetricsMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path = normalize_path(scope["path"])
+        path = scope["path"]  # already canonical: PathMiddleware runs first
         route = path if path in self.routes else "other"
         method = scope["method"]
         status = 500
