@@ -32,11 +32,13 @@ class AdmissionMetrics:
             "gateway_max_pending_requests",
             "Limit on inference requests inside the gateway (admission control).",
             registry=registry,
+            multiprocess_mode="livesum",  # summed over HTTP workers
         )
         self.pending = Gauge(
             "gateway_pending_requests",
             "Inference requests inside the gateway now.",
             registry=registry,
+            multiprocess_mode="livesum",  # summed over HTTP workers
         )
         self.rejected = Counter(
             "gateway_rejected_requests",

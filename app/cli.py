@@ -120,7 +120,7 @@ def serve(argv: Sequence[str]) -> int:
     env = {**_dotenv(), **os.environ}
     args = parser.parse_args([*engine_env_argv(parser, env), *argv])
     settings = settings_from_args(args, parser)
-    _configure_logging(settings.log_level, settings.log_format)
+    configure_logging(settings.log_level, settings.log_format)
     from app.model_source import ModelUnavailableError, resolve_model_source
 
     try:
@@ -131,7 +131,7 @@ def serve(argv: Sequence[str]) -> int:
     return run_server(settings, source)
 
 
-def _configure_logging(level: str, log_format: str = "text") -> None:
+def configure_logging(level: str, log_format: str = "text") -> None:
     from app.request_id import RequestIdFilter
 
     logging.basicConfig(
@@ -147,33 +147,18 @@ def _configure_logging(level: str, log_format: str = "text") -> None:
 
 
 def run_server(settings: Settings, source: ModelSource | None = None) -> int:
-    import uvicorn
+    from app.workers import resolve_worker_count, run_workers
 
+    workers = resolve_worker_count(settings.api_server_count)
+    if workers > 1:
+        from app.model_source import resolve_model_source
+
+        settings = settings.model_copy(update={"api_server_count": workers})
+        return run_workers(settings, source or resolve_model_source(settings))
     from app.main import create_app
-    from app.server import GatewayServer
+    from app.server import serve_app
 
-    app = create_app(settings, source=source)
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        loop="uvloop",
-        http="httptools",
-        access_log=settings.log_level == "debug" and not settings.access_log,
-        log_config=uvicorn.config.LOGGING_CONFIG if settings.log_format == "text" else None,
-        timeout_graceful_shutdown=5,
-        # Longer than clients' pools (aiohttp 15 s, httpx 5 s): a server that closes an idle
-        # connection first races the client's next request on it.
-        timeout_keep_alive=75,
-    )
-    lifecycle = app.state.lifecycle
-    server = GatewayServer(config, lifecycle, settings.drain_timeout)
-    app.state.request_exit = server.request_exit
-    server.run()
-    if lifecycle.exit_code is not None:
-        return int(lifecycle.exit_code)
-    return 0 if server.started else 1
+    return serve_app(create_app(settings, source=source), settings)
 
 
 def tiny_model(argv: Sequence[str]) -> int:

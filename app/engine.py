@@ -113,22 +113,39 @@ def _generation_config(vllm_config: Any) -> dict[str, Any]:
     return dict(diff or {})
 
 
-async def start_engine(engine_args: AsyncEngineArgs) -> Engine:
-    """Build the engine config as `vllm serve` does, then start AsyncLLM in-process."""
+async def start_engine(
+    engine_args: AsyncEngineArgs, client_config: dict[str, Any] | None = None
+) -> Engine:
+    """Build the engine config as `vllm serve` does, then start AsyncLLM in-process.
+
+    With `client_config` (an HTTP worker of `--api-server-count N`) the AsyncLLM is one
+    of N clients of an engine core that the parent process started; it still tokenizes,
+    detokenizes and serves HTTP in this process.
+    """
     from vllm.usage.usage_lib import UsageContext
     from vllm.v1.engine.async_llm import AsyncLLM
 
     from app.engine_args import create_vllm_config
 
+    client = dict(client_config or {})
+    client_count = int(client.pop("client_count", 1))
+    client_index = int(client.pop("client_index", 0))
+    if client_config is not None:  # as vLLM's own API-server workers do
+        engine_args._api_process_count = client_count
+        engine_args._api_process_rank = client_index
     vllm_config = create_vllm_config(engine_args)
-    kwargs = _supported_kwargs(
-        AsyncLLM.from_vllm_config,
-        {
-            "usage_context": UsageContext.OPENAI_API_SERVER,
-            "enable_log_requests": getattr(engine_args, "enable_log_requests", False),
-            "disable_log_stats": engine_args.disable_log_stats,
-        },
-    )
+    candidates: dict[str, Any] = {
+        "usage_context": UsageContext.OPENAI_API_SERVER,
+        "enable_log_requests": getattr(engine_args, "enable_log_requests", False),
+        "disable_log_stats": engine_args.disable_log_stats,
+    }
+    if client_config is not None:
+        candidates |= {
+            "client_addresses": client,
+            "client_count": client_count,
+            "client_index": client_index,
+        }
+    kwargs = _supported_kwargs(AsyncLLM.from_vllm_config, candidates)
     llm = AsyncLLM.from_vllm_config(vllm_config=vllm_config, **kwargs)
     try:
         model_config = vllm_config.model_config

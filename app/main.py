@@ -14,6 +14,7 @@ import signal
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -34,6 +35,9 @@ from app.request_id import RequestIdMiddleware
 from app.routes import chat, completions, health, metrics, models, tokenize
 from app.settings import Settings
 from app.state import Gateway
+
+if TYPE_CHECKING:
+    from vllm.engine.arg_utils import AsyncEngineArgs
 
 logger = logging.getLogger(__name__)
 
@@ -64,9 +68,8 @@ def build_registry(settings: Settings, engine: Engine, source: ModelSource) -> M
     return ModelRegistry([served, *also])
 
 
-async def _start(settings: Settings, source: ModelSource | None) -> tuple[Engine, ModelSource]:
-    if source is None:
-        source = await asyncio.to_thread(resolve_model_source, settings)
+def gateway_engine_args(settings: Settings, source: ModelSource) -> AsyncEngineArgs:
+    """The engine options for `source`: the user's, and the served name clients see."""
     overrides = settings.engine_overrides
     if overrides is None:
         overrides = overrides_from_env(os.environ)
@@ -75,7 +78,16 @@ async def _start(settings: Settings, source: ModelSource | None) -> tuple[Engine
         engine_args.served_model_name = ["qwen3-tiny-demo"]
     elif not engine_args.served_model_name:
         engine_args.served_model_name = [source.requested]
-    return await start_engine(engine_args), source
+    return engine_args
+
+
+async def _start(
+    settings: Settings, source: ModelSource | None, client_config: dict[str, Any] | None
+) -> tuple[Engine, ModelSource]:
+    if source is None:
+        source = await asyncio.to_thread(resolve_model_source, settings)
+    engine_args = gateway_engine_args(settings, source)
+    return await start_engine(engine_args, client_config), source
 
 
 async def watch_engine(
@@ -103,8 +115,12 @@ def create_app(
     engine: Engine | None = None,
     *,
     source: ModelSource | None = None,
+    client_config: dict[str, Any] | None = None,
 ) -> FastAPI:
-    """Build the gateway app; the engine is started in the lifespan unless one is given."""
+    """Build the gateway app; the engine is started in the lifespan unless one is given.
+
+    `client_config` makes this app one HTTP worker of several sharing an engine core
+    (see `app.workers`)."""
     settings = settings or Settings()
     metrics_ = gateway_metrics()
     lifecycle = Lifecycle(max_pending=settings.max_pending_requests)
@@ -112,7 +128,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if engine is None:
-            running, loaded = await _start(settings, source)
+            running, loaded = await _start(settings, source, client_config)
         else:
             running = engine
             loaded = source or ModelSource(

@@ -40,6 +40,7 @@ def gateway_metrics(registry: CollectorRegistry = REGISTRY) -> GatewayMetrics:
             "gateway_requests_in_flight",
             "Requests being answered by the gateway now.",
             registry=registry,
+            multiprocess_mode="livesum",  # summed over HTTP workers
         ),
         normalizations=Counter(
             "gateway_normalizations",

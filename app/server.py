@@ -6,11 +6,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import uvicorn
 
 from app.lifecycle import Lifecycle
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from app.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -56,3 +63,28 @@ class GatewayServer(uvicorn.Server):
                 abort()
             await self.lifecycle.drain(5.0)  # let them send their error frames
         self.should_exit = True
+
+
+def serve_app(app: FastAPI, settings: Settings, sock: socket.socket | None = None) -> int:
+    """Serve `app` until SIGTERM/SIGINT (on `sock` when given); the process exit status."""
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        loop="uvloop",
+        http="httptools",
+        access_log=settings.log_level == "debug" and not settings.access_log,
+        log_config=uvicorn.config.LOGGING_CONFIG if settings.log_format == "text" else None,
+        timeout_graceful_shutdown=5,
+        # Longer than clients' pools (aiohttp 15 s, httpx 5 s): a server that closes an idle
+        # connection first races the client's next request on it.
+        timeout_keep_alive=75,
+    )
+    lifecycle = app.state.lifecycle
+    server = GatewayServer(config, lifecycle, settings.drain_timeout)
+    app.state.request_exit = server.request_exit
+    server.run(sockets=[sock] if sock is not None else None)
+    if lifecycle.exit_code is not None:
+        return int(lifecycle.exit_code)
+    return 0 if server.started else 1

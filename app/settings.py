@@ -105,6 +105,13 @@ class Settings(BaseSettings):
     engine_death_exit_code: int = Field(
         default=3, ge=1, le=255, description="Exit status when the engine has died."
     )
+    api_server_count: int = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description="HTTP worker processes sharing the one engine (as vllm serve's flag); "
+        "0 = auto: 1 on CPU, one per 4 cores up to 4 with a GPU.",
+    )
     max_body_bytes: int = Field(
         default=8 * 1024 * 1024, gt=0, description="Largest request body accepted, in bytes."
     )

@@ -167,6 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the gateway from this checkout instead (A/B a candidate change: "
         "`python -m app serve` runs with this directory as its working directory)",
     )
+    for name in SERVER_NAMES:
+        p.add_argument(
+            f"--{name}-args",
+            default="",
+            help=f"extra flags for {LABELS[name]} only, one string (e.g. '--api-server-count 4')",
+        )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=18431)
     p.add_argument("--python", default=sys.executable, help="interpreter for servers and client")
@@ -362,8 +368,17 @@ def ensure_model(args: argparse.Namespace, profile: Profile) -> str:
     return str(target)
 
 
-def server_argv(name: str, python: str, model: str, port: int, engine_args: list[str]) -> list[str]:
-    host = ["--host", "127.0.0.1", "--port", str(port)]
+def server_argv(
+    name: str,
+    python: str,
+    model: str,
+    port: int,
+    engine_args: list[str],
+    extra: list[str] | None = None,
+) -> list[str]:
+    """The server's command line; `extra` holds flags for this server only (e.g.
+    `--api-server-count 4`)."""
+    host = ["--host", "127.0.0.1", "--port", str(port), *(extra or [])]
     if name == "vllm":
         return [
             python,
@@ -613,9 +628,14 @@ class Runner:
             "order": self.servers,
             "seed": args.seed,
             "gateway_root": str(Path(args.gateway_root).resolve()) if args.gateway_root else None,
+            "server_args": {name: self.extra_args(name) for name in self.servers},
             "versions": versions(args.python),
             "commands": {
-                name: shlex.join(server_argv(name, "python", model, args.port, prof.engine_args))
+                name: shlex.join(
+                    server_argv(
+                        name, "python", model, args.port, prof.engine_args, self.extra_args(name)
+                    )
+                )
                 for name in self.servers
             },
             "sessions": [],
@@ -650,12 +670,17 @@ class Runner:
         self.save()
         return self.results_dir / "results.json"
 
+    def extra_args(self, name: str) -> list[str]:
+        return shlex.split(getattr(self.args, f"{name}_args", "") or "")
+
     def session(self, name: str, rnd: int, model: str, env: dict[str, str]) -> None:
         args, prof = self.args, self.profile
         port = args.port
         server = ServerProcess(
             name=name,
-            argv=server_argv(name, args.python, model, port, prof.engine_args),
+            argv=server_argv(
+                name, args.python, model, port, prof.engine_args, self.extra_args(name)
+            ),
             port=port,
             env=env,
             log_path=self.results_dir / f"server-{name}-r{rnd}.log",

@@ -40,6 +40,9 @@ class MemoryStats:
     rss_peak_load_mib: float = 0.0  # while benchmarks ran (after start-up)
     vm_hwm_mib: float | None = None  # kernel's high-water mark since exec
     children_rss_mib: float = 0.0  # engine processes at the last poll, for context
+    # with --api-server-count N: the N HTTP worker processes together (peak of the sums)
+    api_workers_rss_peak_mib: float = 0.0
+    api_workers: int = 0
     samples: int = 0
     # which CPU the API-server's main thread was on at each poll (placement matters on
     # small machines where vLLM pins its CPU worker to one core)
@@ -134,6 +137,10 @@ class ServerProcess:
                 with contextlib.suppress(Exception):
                     kids = psutil.Process(pid).children(recursive=True)
                     mem.children_rss_mib = sum(k.memory_info().rss for k in kids) / 2**20
+                    workers = [k for k in kids if "APIServer" in " ".join(k.cmdline())]
+                    rss = sum(k.memory_info().rss for k in workers) / 2**20
+                    mem.api_workers = max(mem.api_workers, len(workers))
+                    mem.api_workers_rss_peak_mib = max(mem.api_workers_rss_peak_mib, rss)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -198,6 +205,8 @@ class ServerProcess:
             "rss_peak_polled_mib": _round(self.memory.rss_peak_polled_mib),
             "rss_peak_under_load_mib": _round(self.memory.rss_peak_load_mib),
             "engine_children_rss_mib": _round(self.memory.children_rss_mib),
+            "api_workers": self.memory.api_workers,
+            "api_workers_rss_peak_mib": _round(self.memory.api_workers_rss_peak_mib),
             "rss_samples": self.memory.samples,
             "api_server_core_samples": dict(sorted(self.memory.core_samples.items())),
         }

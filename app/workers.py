@@ -1,0 +1,148 @@
+"""`--api-server-count N`: N HTTP worker processes sharing one engine core.
+
+One Python process tops out at what one core can tokenize, detokenize and frame as SSE;
+at high concurrency on a GPU that, not the engine, is the limit. With N > 1 the gateway
+uses vLLM's own multi-API-server launcher (the one behind `vllm serve --api-server-count
+N`): it starts the engine core once, binds the listening socket once and spawns N
+processes. Each of them runs the gateway app here, with an AsyncLLM that is one client of
+that engine core. Prometheus runs in multiprocess mode, so `/metrics` answered by any
+worker covers all of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+import socket
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from app.model_source import ModelSource
+from app.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What every worker needs to build the same app (pickled into the spawned process)."""
+
+    settings: Settings
+    source: ModelSource
+
+
+MAX_AUTO_WORKERS = 4
+CORES_PER_WORKER = 4
+
+
+def auto_worker_count(device_type: str, cpu_count: int | None) -> int:
+    """One worker on CPU (the engine itself needs the cores); with an accelerator one per
+    `CORES_PER_WORKER` cores, at most `MAX_AUTO_WORKERS`."""
+    if device_type == "cpu":
+        return 1
+    return max(1, min(MAX_AUTO_WORKERS, (cpu_count or 1) // CORES_PER_WORKER))
+
+
+def resolve_worker_count(requested: int) -> int:
+    """`--api-server-count`: the user's number, or for 0 the automatic choice."""
+    if requested > 0:
+        return requested
+    from vllm.platforms import current_platform
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    count = auto_worker_count(str(current_platform.device_type), cores)
+    logger.info("HTTP workers: %d (auto, %s, %s cores)", count, current_platform.device_type, cores)
+    return count
+
+
+def run_workers(settings: Settings, source: ModelSource) -> int:
+    """Start the engine core and `settings.api_server_count` HTTP workers; block until
+    SIGTERM/SIGINT or a failure; the process exit status."""
+    import vllm.v1.utils as vllm_utils
+    from vllm.entrypoints.cli import serve as vllm_serve
+
+    args = launcher_args(settings, source)
+    # vLLM's launcher spawns `run_api_server_worker_proc` per worker; ours serves the
+    # gateway app instead of vLLM's (same signature, looked up when workers start).
+    vllm_utils.run_api_server_worker_proc = serve_worker
+    logger.info("starting %d HTTP workers sharing one engine", settings.api_server_count)
+    try:
+        vllm_serve.run_multi_api_server(args)
+    except SystemExit:  # SIGTERM/SIGINT: the launcher has stopped the workers and engine
+        return 0
+    except RuntimeError as exc:
+        logger.error("stopped: %s", exc)
+        return exit_status(str(exc), settings.engine_death_exit_code)
+    return 0
+
+
+def launcher_args(settings: Settings, source: ModelSource) -> Any:
+    """The `vllm serve` namespace the launcher reads: vLLM's defaults, our engine options,
+    our address, the worker count, and the spec the workers build the app from."""
+    from vllm.entrypoints.cli import serve as vllm_serve
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    from app.main import gateway_engine_args
+
+    engine_args = gateway_engine_args(settings, source)
+    # The launcher SIGTERMs the workers and kills what is left after this long: give
+    # each worker its drain time.
+    drain = int(settings.drain_timeout) + 10
+    if getattr(engine_args, "shutdown_timeout", drain) < drain:
+        engine_args.shutdown_timeout = drain
+    args = vllm_serve.make_arg_parser(FlexibleArgumentParser()).parse_args([])
+    for field in dataclasses.fields(engine_args):
+        setattr(args, field.name, getattr(engine_args, field.name))
+    args.host = settings.host
+    args.port = settings.port
+    args.api_server_count = settings.api_server_count
+    args.gateway = WorkerSpec(settings=settings, source=source)
+    return args
+
+
+def exit_status(message: str, engine_death: int) -> int:
+    """A dead worker's own exit status when the launcher names it, else the engine's."""
+    found = re.search(r"exit code (-?\d+)", message)
+    if found and int(found.group(1)) > 0:
+        return int(found.group(1))
+    return engine_death
+
+
+def serve_worker(
+    listen_address: str,
+    sock: socket.socket,
+    args: Any,
+    client_config: dict[str, Any] | None = None,
+    **_: Any,
+) -> None:
+    """One HTTP worker (runs in a spawned process): the gateway app on the shared socket."""
+    from app.cli import configure_logging
+    from app.main import create_app
+    from app.server import serve_app
+
+    spec: WorkerSpec = args.gateway
+    configure_logging(spec.settings.log_level, spec.settings.log_format)
+    _set_title(f"APIServer_{(client_config or {}).get('client_index', 0)}")
+    logger.info(
+        "HTTP worker %s serving %s", (client_config or {}).get("client_index"), listen_address
+    )
+    app = create_app(spec.settings, source=spec.source, client_config=client_config or {})
+    try:
+        status = serve_app(app, spec.settings, sock)
+    except KeyboardInterrupt:  # SIGINT to the whole process group (Ctrl-C): already stopped
+        status = 0
+    finally:
+        sock.close()
+    sys.exit(status)
+
+
+def _set_title(name: str) -> None:
+    """`VLLM::APIServer_N` in `ps`, as vLLM names its own API-server workers."""
+    try:
+        from vllm.utils.system_utils import set_process_title
+    except ImportError:
+        return
+    set_process_title(name)

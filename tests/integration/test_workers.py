@@ -1,0 +1,133 @@
+"""`--api-server-count 2`: two HTTP worker processes sharing one real engine core.
+
+Checks that both workers answer, that `/metrics` from either one sums both (Prometheus
+multiprocess mode), and that SIGTERM drains every worker and leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+from openai import AsyncOpenAI
+
+from tests.integration.conftest import LiveGateway, server_env, start_gateway
+from tests.integration.test_reliability import long_stream, metric, wait_for
+
+HI = [{"role": "user", "content": "hi"}]
+CHAT = "gateway_requests_total"
+
+
+@pytest.fixture(scope="module")
+def workers(
+    tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, test_home: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], LiveGateway, Path]]:
+    tmp = tmp_path_factory.mktemp("workers")
+    prom_dir = tmp / "prometheus"
+    prom_dir.mkdir()
+    env = server_env(test_home)
+    env["PROMETHEUS_MULTIPROC_DIR"] = str(prom_dir)  # so the test can see who wrote what
+    proc, live = start_gateway(
+        tmp, tiny_model_dir, test_home, ["--api-server-count", "2", "--drain-timeout", "3"], env
+    )
+    try:
+        yield proc, live, prom_dir
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _family(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
+    return list(psutil.Process(proc.pid).children(recursive=True))
+
+
+def _named(procs: list[psutil.Process], needle: str) -> list[psutil.Process]:
+    found = []
+    for p in procs:
+        try:
+            if needle in " ".join(p.cmdline()):
+                found.append(p)
+        except psutil.Error:
+            continue
+    return found
+
+
+def test_two_workers_one_engine(workers) -> None:  # type: ignore[no-untyped-def]
+    proc, _, _ = workers
+    family = _family(proc)
+    assert len(_named(family, "APIServer")) == 2
+    assert len(_named(family, "EngineCore")) == 1
+
+
+def test_requests_spread_over_workers_and_metrics_sum(workers) -> None:  # type: ignore[no-untyped-def]
+    _, live, prom_dir = workers
+    before = metric(live, CHAT)
+
+    async def burst() -> list[str]:
+        async def one(i: int) -> str:
+            # a client (so a connection) per request: the kernel hands them to both workers
+            async with AsyncOpenAI(base_url=live.v1, api_key="x", max_retries=0) as client:
+                reply = await client.chat.completions.create(
+                    model=live.model, messages=HI, max_tokens=4, extra_body={"ignore_eos": True}
+                )
+                return reply.choices[0].finish_reason
+
+        return await asyncio.gather(*(one(i) for i in range(24)))
+
+    assert asyncio.run(burst()) == ["length"] * 24
+    writers = {p.name.rsplit("_", 1)[-1] for p in prom_dir.glob("counter_*.db")}
+    assert len(writers) >= 2, f"only {writers} wrote metrics: one worker served everything"
+    # every scrape, whichever worker answers it, counts all requests (plus the scrapes)
+    totals = []
+    for _ in range(6):
+        with httpx.Client() as fresh:  # new connection, maybe another worker
+            text = fresh.get(live.base_url + "/metrics").text
+        totals.append(
+            sum(
+                float(line.rsplit(" ", 1)[1])
+                for line in text.splitlines()
+                if line.startswith(CHAT + "{") and 'route="/v1/chat/completions"' in line
+            )
+        )
+        assert "vllm:generation_tokens_total" in text
+    assert all(t == totals[0] for t in totals), totals
+    assert metric(live, CHAT) >= before + 24
+
+
+def test_sigterm_drains_every_worker(workers) -> None:  # type: ignore[no-untyped-def]
+    proc, live, _ = workers
+    family = _family(proc)
+    frames: dict[str, list[str]] = {"short": [], "long": []}
+
+    def read(name: str, max_tokens: int) -> None:
+        with httpx.stream(**long_stream(live, max_tokens)) as r:  # type: ignore[arg-type]
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    frames[name].append(line[6:])
+
+    threads = [
+        threading.Thread(target=read, args=("short", 20)),
+        threading.Thread(target=read, args=("long", 1900)),
+    ]
+    for t in threads:
+        t.start()
+    wait_for(lambda: all(frames.values()), 30)
+    proc.send_signal(signal.SIGTERM)
+    for t in threads:
+        t.join(timeout=60)
+    assert proc.wait(timeout=60) == 0
+    assert frames["short"][-1] == "[DONE]"
+    assert json.loads(frames["short"][-2])["choices"][0]["finish_reason"] == "length"
+    assert frames["long"][-1] == "[DONE]"
+    assert json.loads(frames["long"][-2])["error"]["code"] == "server_shutting_down"
+    _, alive = psutil.wait_procs(family, timeout=30)
+    assert not alive, f"left behind: {[p.pid for p in alive]}"
