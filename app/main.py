@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from app.access_log import AccessLogMiddleware
 from app.admission import AdmissionMiddleware, admission_metrics
 from app.auth import OPEN_PATHS, ApiKeyMiddleware, load_keys
 from app.chat.prepare import server_defaults
@@ -28,10 +27,10 @@ from app.engine_args import build_engine_args, overrides_from_env
 from app.errors import install_error_handlers
 from app.lifecycle import Lifecycle
 from app.metrics import gateway_metrics
-from app.middleware import BodyLimitMiddleware, MetricsMiddleware, PathMiddleware
+from app.middleware import BodyLimitMiddleware, PathMiddleware
 from app.model_names import ModelRegistry, ServedModel, parse_aliases
 from app.model_source import ModelSource, resolve_model_source
-from app.request_id import RequestIdMiddleware
+from app.observe import ObserveMiddleware
 from app.routes import chat, completions, health, metrics, models, tokenize
 from app.settings import Settings
 from app.state import Gateway
@@ -186,9 +185,8 @@ def create_app(
             expose_headers=["X-Request-Id"],
         )
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(MetricsMiddleware, metrics=metrics_, routes=ROUTES)
-    if settings.access_log:
-        app.add_middleware(AccessLogMiddleware)
-    app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(
+        ObserveMiddleware, metrics=metrics_, routes=ROUTES, access_log=settings.access_log
+    )
     app.add_middleware(PathMiddleware)
     return app

@@ -1,15 +1,13 @@
-"""Pure ASGI middleware: path tolerance, request metrics and body size limit."""
+"""Pure ASGI middleware: path tolerance and body size limit."""
 
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Iterable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.errors import GatewayError
-from app.metrics import GatewayMetrics
+from app.observe import RESPONSE_STARTED
 
 _SLASHES = re.compile(r"/{2,}")
 
@@ -42,39 +40,6 @@ class PathMiddleware:
         await self.app(scope, receive, send)
 
 
-class MetricsMiddleware:
-    """Counts requests by route and status and times them to the last byte."""
-
-    def __init__(self, app: ASGIApp, metrics: GatewayMetrics, routes: Iterable[str]) -> None:
-        self.app = app
-        self.metrics = metrics
-        self.routes = frozenset(routes)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        path = scope["path"]  # already canonical: PathMiddleware runs first
-        route = path if path in self.routes else "other"
-        method = scope["method"]
-        status = 500
-        start = time.perf_counter()
-
-        async def send_wrapper(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        self.metrics.in_flight.inc()
-        try:
-            await self.app(scope, receive, send_wrapper)
-        finally:
-            self.metrics.in_flight.dec()
-            self.metrics.requests.labels(route, method, str(status)).inc()
-            self.metrics.latency.labels(route, method).observe(time.perf_counter() - start)
-
-
 class BodyLimitMiddleware:
     """413 for bodies over the limit, by Content-Length or as they stream in."""
 
@@ -91,7 +56,6 @@ class BodyLimitMiddleware:
                 await self._reject(send)
                 return
         seen = 0
-        started = False
 
         async def counting_receive() -> Message:
             nonlocal seen
@@ -102,16 +66,11 @@ class BodyLimitMiddleware:
                     raise self._error()
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
         try:
-            await self.app(scope, counting_receive, tracking_send)
+            await self.app(scope, counting_receive, send)
         except GatewayError as exc:
-            if started or exc.status != 413:
+            # ObserveMiddleware (outside this one) flags a response that has begun.
+            if scope.get("state", {}).get(RESPONSE_STARTED) or exc.status != 413:
                 raise
             await self._reject(send)
 

@@ -1,4 +1,7 @@
-"""Request ids: keep a sane incoming `X-Request-Id` or make one; echo it; log with it."""
+"""Request ids: keep a sane incoming `X-Request-Id` or make one; log with it.
+
+`app.observe.ObserveMiddleware` assigns the id and echoes it in the response.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,6 @@ import contextvars
 import logging
 import re
 import uuid
-
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 HEADER = b"x-request-id"
 _VALID = re.compile(rb"^[A-Za-z0-9._:\-]{1,128}$")
@@ -24,31 +25,6 @@ def pick_request_id(headers: list[tuple[bytes, bytes]]) -> str:
         if name == HEADER and _VALID.match(value):
             return value.decode()
     return new_request_id()
-
-
-class RequestIdMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        request_id = pick_request_id(scope.get("headers", []))
-        scope.setdefault("state", {})["request_id"] = request_id
-        token = current_request_id.set(request_id)
-
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                headers.append((HEADER, request_id.encode()))
-                message = {**message, "headers": headers}
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_with_id)
-        finally:
-            current_request_id.reset(token)
 
 
 class RequestIdFilter(logging.Filter):

@@ -8,10 +8,12 @@ from collections.abc import AsyncIterator
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from prometheus_client import CollectorRegistry
 from starlette.responses import JSONResponse, StreamingResponse
 
-from app.access_log import AccessLogMiddleware, record_usage
-from app.request_id import RequestIdMiddleware
+from app.access_log import record_usage
+from app.metrics import gateway_metrics
+from app.observe import ObserveMiddleware
 
 
 def make_app() -> FastAPI:
@@ -35,8 +37,12 @@ def make_app() -> FastAPI:
     async def boom() -> None:
         raise RuntimeError("boom")
 
-    app.add_middleware(AccessLogMiddleware)
-    app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(
+        ObserveMiddleware,
+        metrics=gateway_metrics(CollectorRegistry()),
+        routes=["/v1/chat/completions"],
+        access_log=True,
+    )
     return app
 
 

@@ -1,4 +1,4 @@
-"""Path tolerance, body limit and request metrics, on a bare app."""
+"""Path tolerance, body limit, request metrics and request ids, on a bare app."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from prometheus_client import CollectorRegistry
 
 from app.errors import install_error_handlers
 from app.metrics import gateway_metrics
-from app.middleware import BodyLimitMiddleware, MetricsMiddleware, PathMiddleware, normalize_path
+from app.middleware import BodyLimitMiddleware, PathMiddleware, normalize_path
+from app.observe import ObserveMiddleware
 
 
 @pytest.mark.parametrize(
@@ -37,7 +38,7 @@ def make_client() -> tuple[TestClient, CollectorRegistry]:
 
     app.add_middleware(BodyLimitMiddleware, max_bytes=100)
     app.add_middleware(
-        MetricsMiddleware, metrics=gateway_metrics(registry), routes=["/v1/chat/completions"]
+        ObserveMiddleware, metrics=gateway_metrics(registry), routes=["/v1/chat/completions"]
     )
     app.add_middleware(PathMiddleware)
     return TestClient(app), registry

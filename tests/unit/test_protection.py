@@ -15,7 +15,9 @@ from app.admission import AdmissionMiddleware, admission_metrics
 from app.auth import OPEN_PATHS, ApiKeyMiddleware, bearer_token, key_matches, load_keys
 from app.errors import install_error_handlers
 from app.lifecycle import Lifecycle
-from app.request_id import RequestIdFilter, RequestIdMiddleware, current_request_id, pick_request_id
+from app.metrics import gateway_metrics
+from app.observe import ObserveMiddleware
+from app.request_id import RequestIdFilter, current_request_id, pick_request_id
 
 
 def test_load_keys_from_setting_and_file(tmp_path: Path) -> None:
@@ -51,7 +53,9 @@ def make_app(lifecycle: Lifecycle, keys: tuple[bytes, ...] = ()) -> FastAPI:
     )
     if keys:
         app.add_middleware(ApiKeyMiddleware, keys=keys, open_paths=OPEN_PATHS)
-    app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(
+        ObserveMiddleware, metrics=gateway_metrics(CollectorRegistry()), routes=["/health"]
+    )
     return app
 
 

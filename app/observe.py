@@ -1,0 +1,73 @@
+"""One middleware that observes each HTTP request once: its id, status and latency.
+
+It gives the request its id (a sane incoming `X-Request-Id` or a new one, echoed in the
+response and put on every log record), counts the request in the gateway's metrics by
+route, method and status, times it to the last byte and, with `GATEWAY_ACCESS_LOG`,
+writes its access-log line. One `send` wrapper serves all of them: it runs for every SSE
+frame, so there is exactly one per request.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.access_log import Usage, log_access, usage_scope
+from app.metrics import GatewayMetrics
+from app.request_id import HEADER, current_request_id, pick_request_id
+
+RESPONSE_STARTED = "response_started"  # scope["state"] flag for inner middleware
+
+
+class ObserveMiddleware:
+    def __init__(
+        self,
+        app: ASGIApp,
+        metrics: GatewayMetrics,
+        routes: Iterable[str],
+        access_log: bool = False,
+    ) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.routes = frozenset(routes)
+        self.access_log = access_log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = pick_request_id(scope.get("headers", []))
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
+        id_header = (HEADER, request_id.encode())
+        status = 500
+
+        async def observed_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                state[RESPONSE_STARTED] = True
+                message = {**message, "headers": [*message.get("headers", []), id_header]}
+            await send(message)
+
+        usage = Usage()
+        id_token = current_request_id.set(request_id)
+        usage_token = usage_scope.set(usage)
+        self.metrics.in_flight.inc()
+        start = time.perf_counter()
+        try:
+            await self.app(scope, receive, observed_send)
+        finally:
+            latency = time.perf_counter() - start
+            self.metrics.in_flight.dec()
+            path = scope["path"]  # already canonical: PathMiddleware runs first
+            route = path if path in self.routes else "other"
+            method = scope["method"]
+            self.metrics.requests.labels(route, method, str(status)).inc()
+            self.metrics.latency.labels(route, method).observe(latency)
+            if self.access_log:
+                log_access(request_id, method, path, status, latency, usage)
+            usage_scope.reset(usage_token)
+            current_request_id.reset(id_token)
