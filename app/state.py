@@ -42,7 +42,9 @@ class Gateway:
         return served
 
 
-def get_gateway(request: Request) -> Gateway:
+async def get_gateway(request: Request) -> Gateway:
+    """The running gateway (async: FastAPI runs a plain `def` dependency in its thread
+    pool, one thread hop per request)."""
     gateway: Gateway | None = getattr(request.app.state, "gateway", None)
     if gateway is None:
         raise GatewayError(

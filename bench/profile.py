@@ -27,15 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.run import (
-    PROFILES,
-    ROOT,
-    client_argv,
-    ensure_model,
-    server_argv,
-    server_cwd,
-    server_env,
-)
+from bench.commands import client_argv, ensure_model, server_argv, server_cwd, server_env
+from bench.profiles import PROFILES, ROOT
 from bench.servers import ServerProcess, stop_all
 
 # leaf-frame buckets, first match wins (matched against the frame's file path)

@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-LABELS = {"vllm": "vllm serve", "gateway": "gateway"}
+from bench.profiles import LABELS
+
 METRICS = [
     ("request_throughput", "req/s", "{:.2f}"),
     ("output_throughput", "out tok/s", "{:,.0f}"),
@@ -60,7 +61,7 @@ def _backfill_engine_config(data: dict[str, Any], folder: Path) -> None:
     """Engine-config hashes for results written before bench.run recorded them."""
     import hashlib
 
-    from bench.run import engine_config_line
+    from bench.machine import engine_config_line
 
     for session in data.get("sessions", []):
         if session.get("engine_config_sha1") or not session.get("log"):
@@ -143,6 +144,12 @@ def summarize(data: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _first_text_cell(probe: dict[str, Any]) -> str:
+    if not probe.get("requests"):
+        return "–"
+    return f"{probe['first_chunk_ms_p50']} / {probe['first_text_ms_p50']} ({probe['requests']})"
+
+
 def _front_end_mib(mem: dict[str, Any]) -> float | None:
     """Memory that serves HTTP: the API-server process's peak, plus the peak of its HTTP
     worker processes together when there are several (`--api-server-count N`)."""
@@ -172,6 +179,7 @@ def memory_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
                 "loadavg_after": s.get("loadavg_after"),
                 "error": s.get("error"),
                 "probe": s.get("probe") or {},
+                "first_text": s.get("first_text") or {},
             }
         )
     return rows
@@ -265,6 +273,25 @@ def goal_checks(data: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[
                 "HTTP front-end peak RSS (API-server process + HTTP workers) ≤ vllm serve's",
                 f"{hwm['gateway']:.0f} vs {hwm['vllm']:.0f} MiB",
                 hwm["gateway"] <= hwm["vllm"],
+            )
+        )
+    text_ms = {
+        s: _median(
+            [
+                m["first_text"].get("first_text_ms_p50")
+                for m in mem
+                if m["server"] == s and m["first_text"].get("requests")
+            ]
+        )
+        for s in ("vllm", "gateway")
+    }
+    if text_ms["vllm"] and text_ms["gateway"]:
+        checks.append(
+            (
+                "time to first text p50 at c=1 ≤ vllm serve's (c=1 probe, not a goal of the "
+                "issue: the like-for-like TTFT)",
+                f"{text_ms['gateway']:.1f} vs {text_ms['vllm']:.1f} ms",
+                text_ms["gateway"] <= text_ms["vllm"],
             )
         )
     return checks
@@ -539,16 +566,19 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
         "peak of their RSS together, and 'front end' adds it to VmHWM (the figure the memory "
         "goal compares). 'first chunk' checks one streamed request: "
         "whether the first SSE chunk already carries generated text, and when the first chunk "
-        "and the first chunk with text arrived."
+        "and the first chunk with text arrived. 'c=1 probe' sends 20 streamed requests one "
+        "at a time, with prompts shaped like the first workload's (decoded random token ids), "
+        "and gives the medians of the time to the first chunk with choices (what `vllm bench "
+        "serve` times as TTFT) and to the first chunk with text."
     )
     add("")
     add(
         "| server | round | ready s | VmHWM MiB | polled peak MiB | under load MiB | "
         "HTTP workers (peak MiB) | front end MiB | "
         "engine procs MiB | ignore_eos | first chunk has text | first chunk / first text ms | "
-        "load before → after |"
+        "c=1 probe p50: first chunk / first text ms (n) | load before → after |"
     )
-    add("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    add("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for m in memory_rows(data):
         p = m["probe"]
         add(
@@ -561,6 +591,7 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
             f"{_fmt(m['engine_children_rss_mib'], '{:.0f}')} | "
             f"{p.get('ignore_eos_honoured', '–')} | {p.get('first_chunk_has_text', '–')} | "
             f"{p.get('first_chunk_ms', '–')} / {p.get('first_text_chunk_ms', '–')} | "
+            f"{_first_text_cell(m['first_text'])} | "
             f"{m['loadavg_before']} → {m['loadavg_after']} |"
             + (f" error: {m['error']}" if m["error"] else "")
         )

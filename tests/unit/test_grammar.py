@@ -10,12 +10,11 @@ import pytest
 from app.grammar import (
     ToolSpec,
     UnsupportedSchema,
-    json_literal,
     json_object_grammar,
     json_schema_grammar,
-    literal,
     tool_call_grammar,
 )
+from app.grammar_ebnf import json_literal, literal
 
 xgr = pytest.importorskip("xgrammar")
 try:

@@ -9,13 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from app.tool_call_parse import split_call
+from app.tool_call_stream import merge_deltas
 from app.tool_calls import (
     ToolCallDelta,
     ToolCallStream,
-    merge_deltas,
     new_call_id,
     parse_tool_calls,
-    split_call,
 )
 
 

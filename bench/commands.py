@@ -1,0 +1,216 @@
+"""Command lines and environments of the servers and the client, the model, and the
+start-up probe."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.profiles import (
+    ROOT,
+    Profile,
+)
+from bench.servers import ServerProcess, post_json
+
+
+def ensure_model(args: argparse.Namespace, profile: Profile) -> str:
+    if args.model:
+        return str(Path(args.model).expanduser().resolve())
+    preset = args.preset or ("qwen3-0.6b" if profile.name == "gpu" else "tiny")
+    target = ROOT / "models" / f"bench-{preset}"
+    if not (target / "config.json").is_file():
+        print(f"bench: writing the {preset} model to {target}", flush=True)
+        subprocess.run(
+            [args.python, "-m", "app", "tiny-model", str(target), "--preset", preset],
+            check=True,
+            cwd=ROOT,
+            timeout=900,
+        )
+    return str(target)
+
+
+def server_argv(
+    name: str,
+    python: str,
+    model: str,
+    port: int,
+    engine_args: list[str],
+    extra: list[str] | None = None,
+) -> list[str]:
+    """The server's command line; `extra` holds flags for this server only (e.g.
+    `--api-server-count 4`)."""
+    host = ["--host", "127.0.0.1", "--port", str(port), *(extra or [])]
+    if name == "vllm":
+        return [
+            python,
+            "-m",
+            "vllm.entrypoints.openai.api_server",
+            "--model",
+            model,
+            *host,
+            *engine_args,
+        ]
+    return [python, "-m", "app", "serve", model, *host, *engine_args]
+
+
+def server_cwd(name: str, gateway_root: str | None) -> str:
+    if name == "gateway" and gateway_root:
+        return str(Path(gateway_root).resolve())
+    return str(ROOT)
+
+
+def server_env(profile: Profile) -> dict[str, str]:
+    """The same environment for both: the caller's, minus GATEWAY_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}
+    for key, value in profile.env.items():
+        env.setdefault(key, value)  # a caller's value wins (e.g. a bigger KV cache)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def num_prompts(profile: Profile, workload: tuple[int, int], conc: int) -> int:
+    key = f"{workload[0]}x{workload[1]}@{conc}"
+    if key in profile.prompt_overrides:
+        return profile.prompt_overrides[key]
+    return max(profile.min_prompts, int(-(-profile.prompts_per_concurrency * conc // 1)))
+
+
+def client_argv(
+    python: str,
+    model: str,
+    port: int,
+    workload: tuple[int, int],
+    conc: int,
+    prompts: int,
+    warmups: int,
+    seed: int,
+    sampling: dict[str, float],
+    result_dir: Path,
+    result_file: str,
+) -> list[str]:
+    argv = [
+        python,
+        "-m",
+        "bench.vllm_bench",
+        "--backend",
+        "openai-chat",
+        "--base-url",
+        f"http://127.0.0.1:{port}",
+        "--endpoint",
+        "/v1/chat/completions",
+        "--model",
+        model,
+        "--tokenizer",
+        model,
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(workload[0]),
+        "--random-output-len",
+        str(workload[1]),
+        "--ignore-eos",
+        "--num-prompts",
+        str(prompts),
+        "--max-concurrency",
+        str(conc),
+        "--request-rate",
+        "inf",
+        "--num-warmups",
+        str(warmups),
+        "--seed",
+        str(seed),
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--metric-percentiles",
+        "50,90,99",
+        "--ready-check-timeout-sec",
+        "120",
+        "--disable-tqdm",
+        "--save-result",
+        "--result-dir",
+        str(result_dir),
+        "--result-filename",
+        result_file,
+    ]
+    for key, value in sampling.items():
+        argv += ["--" + key.replace("_", "-"), str(value)]
+    return argv
+
+
+def scalar_metrics(result: dict[str, Any]) -> dict[str, Any]:
+    """The benchmark's numbers without the per-request arrays."""
+    return {k: v for k, v in result.items() if isinstance(v, int | float | str | bool) or v is None}
+
+
+def probe(server: ServerProcess, model: str, out_len: int = 16) -> dict[str, Any]:
+    """One plain and one streamed request: ignore_eos honoured, first chunk's content."""
+    import http.client
+
+    info: dict[str, Any] = {}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Count from one to ten."}],
+        "max_tokens": out_len,
+        "ignore_eos": True,
+        "temperature": 0.6,
+        "top_p": 0.95,
+        "top_k": 20,
+    }
+    try:
+        resp = post_json(server.base_url + "/v1/chat/completions", body, timeout=120)
+        usage = resp.get("usage", {})
+        info["completion_tokens"] = usage.get("completion_tokens")
+        info["prompt_tokens"] = usage.get("prompt_tokens")
+        info["ignore_eos_honoured"] = usage.get("completion_tokens") == out_len
+    except Exception as exc:
+        info["error"] = f"plain request failed: {exc}"
+        return info
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+    try:
+        payload = json.dumps({**body, "stream": True}).encode()
+        start = time.perf_counter()
+        conn.request("POST", "/v1/chat/completions", payload, {"Content-Type": "application/json"})
+        res = conn.getresponse()
+        chunks: list[tuple[float, dict[str, Any]]] = []
+        buf = b""
+        while True:
+            piece = res.read1(65536) if hasattr(res, "read1") else res.read(1)
+            if not piece:
+                break
+            now = time.perf_counter() - start
+            buf += piece
+            while b"\n\n" in buf:
+                frame, buf = buf.split(b"\n\n", 1)
+                frame = frame.strip()
+                if frame.startswith(b"data: ") and frame != b"data: [DONE]":
+                    with contextlib.suppress(ValueError):
+                        chunks.append((now, json.loads(frame[6:])))
+        first = chunks[0][1] if chunks else {}
+        delta = (first.get("choices") or [{}])[0].get("delta", {})
+        first_text_t = next(
+            (
+                t
+                for t, c in chunks
+                if (c.get("choices") or [{}])[0].get("delta", {}).get("content")
+                or (c.get("choices") or [{}])[0].get("delta", {}).get("reasoning_content")
+            ),
+            None,
+        )
+        info["stream_chunks"] = len(chunks)
+        info["first_chunk_delta"] = delta
+        info["first_chunk_has_text"] = bool(delta.get("content") or delta.get("reasoning_content"))
+        info["first_chunk_ms"] = round(chunks[0][0] * 1000, 2) if chunks else None
+        info["first_text_chunk_ms"] = (
+            None if first_text_t is None else round(first_text_t * 1000, 2)
+        )
+    except Exception as exc:
+        info["stream_error"] = str(exc)
+    finally:
+        conn.close()
+    return info

