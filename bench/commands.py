@@ -4,7 +4,6 @@ start-up probe."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import subprocess
@@ -17,6 +16,7 @@ from bench.profiles import (
     Profile,
 )
 from bench.servers import ServerProcess, post_json
+from bench.sse import sse_events
 
 
 def ensure_model(args: argparse.Namespace, profile: Profile) -> str:
@@ -177,20 +177,7 @@ def probe(server: ServerProcess, model: str, out_len: int = 16) -> dict[str, Any
         start = time.perf_counter()
         conn.request("POST", "/v1/chat/completions", payload, {"Content-Type": "application/json"})
         res = conn.getresponse()
-        chunks: list[tuple[float, dict[str, Any]]] = []
-        buf = b""
-        while True:
-            piece = res.read1(65536) if hasattr(res, "read1") else res.read(1)
-            if not piece:
-                break
-            now = time.perf_counter() - start
-            buf += piece
-            while b"\n\n" in buf:
-                frame, buf = buf.split(b"\n\n", 1)
-                frame = frame.strip()
-                if frame.startswith(b"data: ") and frame != b"data: [DONE]":
-                    with contextlib.suppress(ValueError):
-                        chunks.append((now, json.loads(frame[6:])))
+        chunks = list(sse_events(res, start))
         first = chunks[0][1] if chunks else {}
         delta = (first.get("choices") or [{}])[0].get("delta", {})
         first_text_t = next(

@@ -17,6 +17,8 @@ import statistics
 import time
 from typing import Any
 
+from bench.sse import sse_events
+
 
 def random_prompts(tokenizer_path: str, input_len: int, count: int, seed: int) -> list[str]:
     """Prompts made as `vllm bench serve --dataset-name random` makes them (decoded ids)."""
@@ -43,26 +45,15 @@ def timed_stream(port: int, body: dict[str, Any]) -> tuple[float | None, float |
             json.dumps(body).encode(),
             {"Content-Type": "application/json"},
         )
-        res = conn.getresponse()
-        buf = b""
-        while first_text is None:
-            piece = res.read1(65536)
-            if not piece:
+        for now, event in sse_events(conn.getresponse(), start):
+            choices = event.get("choices") or []
+            if not choices:
+                continue
+            first = now if first is None else first
+            delta = choices[0].get("delta") or {}
+            if delta.get("content") or delta.get("reasoning_content"):
+                first_text = now
                 break
-            now = time.perf_counter() - start
-            buf += piece
-            while b"\n\n" in buf:
-                frame, buf = buf.split(b"\n\n", 1)
-                frame = frame.strip()
-                if not frame.startswith(b"data: {"):
-                    continue
-                choices = json.loads(frame[6:]).get("choices") or []
-                if not choices:
-                    continue
-                first = now if first is None else first
-                delta = choices[0].get("delta") or {}
-                if first_text is None and (delta.get("content") or delta.get("reasoning_content")):
-                    first_text = now
     finally:
         conn.close()
     return first, first_text

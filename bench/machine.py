@@ -88,17 +88,18 @@ def _mem_total_gib() -> float | None:
     return None
 
 
-def _gpu_info() -> str | None:
+def _nvidia_smi(*args: str) -> str | None:
+    """`nvidia-smi ARGS` output, or None without a (working) nvidia-smi."""
     with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
+        out = subprocess.run(["nvidia-smi", *args], capture_output=True, text=True, timeout=20)
         if out.returncode == 0:
-            return out.stdout.strip()
+            return out.stdout
     return None
+
+
+def _gpu_info() -> str | None:
+    out = _nvidia_smi("--query-gpu=name,memory.total,driver_version", "--format=csv,noheader")
+    return out.strip() if out is not None else None
 
 
 def engine_config_line(log_path: Path) -> str | None:
@@ -116,15 +117,9 @@ def engine_config_line(log_path: Path) -> str | None:
 
 
 def gpu_memory_used_mib() -> int | None:
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired, ValueError):
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-        if out.returncode == 0:
-            return max(int(x) for x in out.stdout.split())
+    out = _nvidia_smi("--query-gpu=memory.used", "--format=csv,noheader,nounits")
+    with contextlib.suppress(ValueError):
+        return max(int(x) for x in (out or "").split())
     return None
 
 

@@ -1,0 +1,30 @@
+"""Read a streamed (SSE) chat response as it arrives, for the harness's own probes."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+
+def sse_events(
+    res: http.client.HTTPResponse, start: float
+) -> Iterator[tuple[float, dict[str, Any]]]:
+    """Each JSON `data:` payload of `res` with its arrival in seconds since `start`
+    (a `time.perf_counter()` value); `[DONE]` and comments are skipped."""
+    buf = b""
+    while True:
+        piece = res.read1(65536)
+        if not piece:
+            return
+        now = time.perf_counter() - start
+        buf += piece
+        while b"\n\n" in buf:
+            frame, buf = buf.split(b"\n\n", 1)
+            frame = frame.strip()
+            if frame.startswith(b"data: {"):
+                with contextlib.suppress(ValueError):
+                    yield now, json.loads(frame[6:])
