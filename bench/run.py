@@ -48,8 +48,8 @@ from bench.machine import (
     versions,
     wait_gpu_released,
 )
+from bench.options import build_parser
 from bench.profiles import (
-    LABELS,
     PROFILES,
     ROOT,
     SERVER_NAMES,
@@ -60,90 +60,6 @@ from bench.profiles import (
 from bench.servers import ServerError, ServerProcess, stop_all
 
 FIRST_TEXT_REQUESTS = 20
-
-
-def _csv_ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x.strip()]
-
-
-def _workloads(text: str) -> list[tuple[int, int]]:
-    out = []
-    for item in text.split(","):
-        a, _, b = item.strip().partition("x")
-        out.append((int(a), int(b)))
-    return out
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0])
-    p.add_argument(
-        "--profile",
-        choices=sorted(PROFILES),
-        default=None,
-        help="defaults for the machine (auto: gpu when nvidia-smi sees one)",
-    )
-    p.add_argument(
-        "--model",
-        default=None,
-        help="model directory (default: generate models/bench-<preset> with "
-        "`python -m app tiny-model`)",
-    )
-    p.add_argument("--preset", default=None, help="tiny-model preset when generating")
-    p.add_argument("--rounds", type=int, default=None, help="rounds per server")
-    p.add_argument("--concurrency", type=_csv_ints, default=None, help="e.g. 1,8,32,64")
-    p.add_argument("--workloads", type=_workloads, default=None, help="IN x OUT, e.g. 128x64")
-    p.add_argument("--prompts-per-concurrency", type=float, default=None)
-    p.add_argument("--min-prompts", type=int, default=None)
-    p.add_argument(
-        "--servers", default="vllm,gateway", help="order within a round (default vllm,gateway)"
-    )
-    p.add_argument(
-        "--engine-args",
-        default=None,
-        help="engine flags for both servers, one string (replaces the profile's)",
-    )
-    p.add_argument(
-        "--gateway-root",
-        default=None,
-        help="run the gateway from this checkout instead (A/B a candidate change: "
-        "`python -m app serve` runs with this directory as its working directory)",
-    )
-    for name in SERVER_NAMES:
-        p.add_argument(
-            f"--{name}-args",
-            default="",
-            help=f"extra flags for {LABELS[name]} only, one string (e.g. '--api-server-count 4')",
-        )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--port", type=int, default=18431)
-    p.add_argument("--python", default=sys.executable, help="interpreter for servers and client")
-    p.add_argument(
-        "--results-dir",
-        default=None,
-        help="where raw results and logs go (default bench/results/tmp/<stamp>)",
-    )
-    p.add_argument("--hardware", default=None, help="name for docs/benchmarks/<hardware>.md")
-    p.add_argument(
-        "--deadline-s",
-        type=float,
-        default=None,
-        help="stop starting new work this many seconds after launch",
-    )
-    p.add_argument(
-        "--session-estimate-s",
-        type=float,
-        default=None,
-        help="seconds one server session needs (start-up + runs); with "
-        "--deadline-s, a session that would not fit is skipped",
-    )
-    p.add_argument(
-        "--mirror-results",
-        default=None,
-        help="also copy results.json here after every run (e.g. into $OUT on a lent GPU)",
-    )
-    p.add_argument("--no-report", action="store_true", help="skip docs/benchmarks output")
-    p.add_argument("--docs-dir", default=str(ROOT / "docs" / "benchmarks"))
-    return p
 
 
 class Runner:

@@ -1,0 +1,123 @@
+"""Issue 5's goals checked against a report's numbers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.report_data import (
+    fmt,
+    median,
+    memory_rows,
+)
+
+
+def goal_checks(data: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    """(goal, measured, met) for the profile's targets from the issue."""
+    checks: list[tuple[str, str, bool]] = []
+    find = {(r["workload"], r["concurrency"]): r for r in rows}
+    if data["profile"] == "cpu":
+        for conc in (32, 64):
+            r = find.get(("128x64", conc))
+            if r:
+                ratio = r["ratio_of_medians"]["request_throughput"]
+                checks.append(
+                    (
+                        f"request throughput ≥ 1.1× vllm serve at c={conc}",
+                        f"{fmt(ratio, '{:.3f}')}× of medians "
+                        f"({fmt(r['gateway']['request_throughput'], '{:.2f}')} vs "
+                        f"{fmt(r['vllm']['request_throughput'], '{:.2f}')} req/s); median of "
+                        f"per-round ratios "
+                        f"{fmt(r['median_round_ratio']['request_throughput'], '{:.3f}')}×",
+                        ratio is not None and ratio >= 1.1,
+                    )
+                )
+        for r in rows:
+            g, v = r["gateway"]["median_ttft_ms"], r["vllm"]["median_ttft_ms"]
+            checks.append(
+                (
+                    f"TTFT p50 ≤ vllm serve at c={r['concurrency']} ({r['workload']})",
+                    f"{fmt(g, '{:.1f}')} vs {fmt(v, '{:.1f}')} ms",
+                    g is not None and v is not None and g <= v,
+                )
+            )
+    else:
+        targets = [
+            (("1024x128", 256), "request_throughput", 122.0, "≥ 122 req/s at c=256, 1024/128"),
+            (
+                ("128x1024", 256),
+                "output_throughput",
+                30600.0,
+                "≥ 30.6k out tok/s at c=256, 128/1024",
+            ),
+        ]
+        for key, metric, target, text in targets:
+            r = find.get(key)
+            if r:
+                g = r["gateway"][metric]
+                checks.append((text, fmt(g, "{:,.1f}"), g is not None and g >= target))
+        r = find.get(("1024x128", 1))
+        if r:
+            g = r["gateway"]["median_ttft_ms"]
+            checks.append(
+                (
+                    "TTFT p50 ≤ 27 ms at c=1, 1024/128",
+                    fmt(g, "{:.1f}") + " ms",
+                    g is not None and g <= 27.0,
+                )
+            )
+            t = r["gateway"]["median_tpot_ms"]
+            checks.append(
+                (
+                    "TPOT p50 ≤ 1.9 ms at c=1, 1024/128",
+                    fmt(t, "{:.2f}") + " ms",
+                    t is not None and t <= 1.9,
+                )
+            )
+        worst = [
+            (r["ratio_of_medians"][m], f"{r['workload']}@{r['concurrency']} {m}")
+            for r in rows
+            for m in ("request_throughput", "output_throughput")
+            if r["ratio_of_medians"][m] is not None
+        ]
+        if worst:
+            low = min(worst)
+            checks.append(
+                (
+                    "never below 1.0× vllm serve (throughput)",
+                    f"lowest {low[0]:.3f}× ({low[1]})",
+                    low[0] >= 1.0,
+                )
+            )
+    mem = memory_rows(data)
+    hwm = {
+        s: median([m["front_end_mib"] for m in mem if m["server"] == s and m["front_end_mib"]])
+        for s in ("vllm", "gateway")
+    }
+    if hwm["vllm"] and hwm["gateway"]:
+        checks.append(
+            (
+                "HTTP front-end peak RSS (API-server process + HTTP workers) ≤ vllm serve's",
+                f"{hwm['gateway']:.0f} vs {hwm['vllm']:.0f} MiB",
+                hwm["gateway"] <= hwm["vllm"],
+            )
+        )
+    text_ms = {
+        s: median(
+            [
+                m["first_text"].get("first_text_ms_p50")
+                for m in mem
+                if m["server"] == s and m["first_text"].get("requests")
+            ]
+        )
+        for s in ("vllm", "gateway")
+    }
+    if text_ms["vllm"] and text_ms["gateway"]:
+        checks.append(
+            (
+                "time to first text p50 at c=1 ≤ vllm serve's (c=1 probe, not a goal of the "
+                "issue: the like-for-like TTFT)",
+                f"{text_ms['gateway']:.1f} vs {text_ms['vllm']:.1f} ms",
+                text_ms["gateway"] <= text_ms["vllm"],
+            )
+        )
+    return checks
