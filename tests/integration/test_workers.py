@@ -146,3 +146,35 @@ def test_sigterm_drains_every_worker(workers) -> None:  # type: ignore[no-untype
     assert json.loads(frames["long"][-2])["error"]["code"] == "server_shutting_down"
     _, alive = psutil.wait_procs(family, timeout=30)
     assert not alive, f"left behind: {[p.pid for p in alive]}"
+
+
+@pytest.fixture(scope="module")
+def doomed(
+    tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, test_home: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], LiveGateway]]:
+    tmp = tmp_path_factory.mktemp("doomed")
+    proc, live = start_gateway(
+        tmp, tiny_model_dir, test_home, ["--api-server-count", "2"], server_env(test_home)
+    )
+    try:
+        yield proc, live
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_engine_death_stops_every_worker_with_status_3(doomed) -> None:  # type: ignore[no-untyped-def]
+    """The workers' engine clients can't see the engine core process; the launcher can:
+    it stops every worker and the gateway exits 3 for its supervisor to restart it."""
+    proc, live = doomed
+    assert httpx.get(live.base_url + "/health").json() == {"status": "healthy"}
+    family = _family(proc)
+    cores = _named(family, "EngineCore")
+    assert len(cores) == 1
+    cores[0].kill()
+    assert proc.wait(timeout=60) == 3
+    _, alive = psutil.wait_procs(family, timeout=30)
+    assert not alive, f"left behind: {[p.pid for p in alive]}"
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(live.base_url + "/health", timeout=2)
