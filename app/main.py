@@ -146,6 +146,8 @@ def create_app(
             )
             gateway.defaults = server_defaults(gateway)
             app.state.gateway = gateway
+            if client_config is not None:  # one of several HTTP workers
+                app.state.engine_responds = running.responds
             # Like vllm serve: keep start-up objects out of the collector, or a full
             # collection of ~600k of them stalls every stream for ~0.3 s under load.
             gc.collect()

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import signal
 import socket
+from collections.abc import Awaitable, Callable
 from types import FrameType
 from typing import TYPE_CHECKING
 
@@ -22,11 +23,22 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+ENGINE_PROBE_TIMEOUT = 2.0
+
+
 class GatewayServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, lifecycle: Lifecycle, drain_timeout: float) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        lifecycle: Lifecycle,
+        drain_timeout: float,
+        engine_responds: Callable[[float], Awaitable[bool]] | None = None,
+    ) -> None:
         super().__init__(config)
         self.lifecycle = lifecycle
         self.drain_timeout = drain_timeout
+        # An HTTP worker's way to tell "stop" from "the engine is gone" on SIGTERM.
+        self.engine_responds = engine_responds
         self._drain_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -51,12 +63,21 @@ class GatewayServer(uvicorn.Server):
             self._drain_task = asyncio.ensure_future(self._drain())
 
     async def _drain(self) -> None:
+        timeout = self.drain_timeout
+        self.lifecycle.draining = True  # no new requests while the engine is asked
+        if (
+            self.lifecycle.in_flight
+            and self.engine_responds is not None
+            and not await self.engine_responds(ENGINE_PROBE_TIMEOUT)
+        ):
+            logger.error("SIGTERM and the engine does not answer: ending in-flight requests")
+            timeout = 0.0
         logger.info(
             "SIGTERM: draining %d in-flight request(s) for up to %.0fs",
             self.lifecycle.in_flight,
-            self.drain_timeout,
+            timeout,
         )
-        remaining = await self.lifecycle.drain(self.drain_timeout)
+        remaining = await self.lifecycle.drain(timeout)
         if remaining:
             logger.warning("drain timeout: aborting %d request(s)", remaining)
             for abort in list(self.lifecycle.active.values()):
@@ -82,7 +103,12 @@ def serve_app(app: FastAPI, settings: Settings, sock: socket.socket | None = Non
         timeout_keep_alive=75,
     )
     lifecycle = app.state.lifecycle
-    server = GatewayServer(config, lifecycle, settings.drain_timeout)
+
+    async def engine_responds(timeout: float) -> bool:
+        probe = getattr(app.state, "engine_responds", None)  # set by HTTP workers' lifespan
+        return True if probe is None else bool(await probe(timeout))
+
+    server = GatewayServer(config, lifecycle, settings.drain_timeout, engine_responds)
     app.state.request_exit = server.request_exit
     server.run(sockets=[sock] if sock is not None else None)
     if lifecycle.exit_code is not None:

@@ -166,14 +166,29 @@ def doomed(
 
 def test_engine_death_stops_every_worker_with_status_3(doomed) -> None:  # type: ignore[no-untyped-def]
     """The workers' engine clients can't see the engine core process; the launcher can:
-    it stops every worker and the gateway exits 3 for its supervisor to restart it."""
+    it stops every worker, the worker asks the engine, finds it gone and ends its
+    streams with an error frame, and the gateway exits 3 for its supervisor."""
     proc, live = doomed
     assert httpx.get(live.base_url + "/health").json() == {"status": "healthy"}
     family = _family(proc)
     cores = _named(family, "EngineCore")
     assert len(cores) == 1
+    frames: list[str] = []
+
+    def read() -> None:
+        with httpx.stream(**long_stream(live, 1900)) as r:  # type: ignore[arg-type]
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    frames.append(line[6:])
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    wait_for(lambda: len(frames) >= 1, 30)
     cores[0].kill()
     assert proc.wait(timeout=60) == 3
+    reader.join(timeout=30)
+    assert frames[-1] == "[DONE]", frames[-3:]
+    assert "error" in json.loads(frames[-2])  # ended with an error frame, not cut
     _, alive = psutil.wait_procs(family, timeout=30)
     assert not alive, f"left behind: {[p.pid for p in alive]}"
     with pytest.raises(httpx.HTTPError):
