@@ -90,10 +90,11 @@ def start_gateway(
     return proc, live
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
+def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    """SIGTERM, then SIGKILL if it is still running after `timeout` seconds."""
     proc.terminate()
     try:
-        proc.wait(timeout=60)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()

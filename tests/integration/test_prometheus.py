@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.deploy_files import dashboard_exprs, find_tool, grafana_to_promql
-from tests.integration.conftest import LiveGateway, free_port, wait_ok
+from tests.integration.conftest import LiveGateway, free_port, stop, wait_ok
 
 DEADLINE = 60.0  # seconds for Prometheus to start and to see the first samples
 
@@ -85,12 +85,7 @@ def prometheus(
         wait_ok(url + "/-/ready", proc, log, DEADLINE, what="prometheus")
         yield PrometheusServer(url, log)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, timeout=15)
 
 
 def chat(gateway: LiveGateway) -> None:

@@ -57,6 +57,28 @@ def long_stream(
     }
 
 
+class StreamReader:
+    """One streaming request read in a background thread; `frames` holds its `data:`
+    payloads as they arrive (`[DONE]` included)."""
+
+    def __init__(
+        self, gateway: LiveGateway, max_tokens: int, headers: dict[str, str] | None = None
+    ) -> None:
+        self.frames: list[str] = []
+        self._request = long_stream(gateway, max_tokens, headers)
+        self._thread = threading.Thread(target=self._read)
+        self._thread.start()
+
+    def _read(self) -> None:
+        with httpx.stream(**self._request) as r:  # type: ignore[arg-type]
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    self.frames.append(line[6:])
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout=timeout)
+
+
 # --- the shared gateway -----------------------------------------------------------
 
 
@@ -241,20 +263,9 @@ def test_admission_control(pair) -> None:  # type: ignore[no-untyped-def]
 
 def test_sigterm_drains_then_exits_zero(pair) -> None:  # type: ignore[no-untyped-def]
     (proc, guarded), _ = pair
-    outcomes: dict[str, list[str]] = {"short": [], "long": []}
-
-    def read(name: str, max_tokens: int) -> None:
-        with httpx.stream(**long_stream(guarded, max_tokens, AUTH)) as r:  # type: ignore[arg-type]
-            for line in r.iter_lines():
-                if line.startswith("data: "):
-                    outcomes[name].append(line[6:])
-
-    threads = [
-        threading.Thread(target=read, args=("short", 20)),
-        threading.Thread(target=read, args=("long", 1900)),
-    ]
-    for t in threads:
-        t.start()
+    short_reader = StreamReader(guarded, 20, AUTH)
+    long_reader = StreamReader(guarded, 1900, AUTH)
+    outcomes = {"short": short_reader.frames, "long": long_reader.frames}
     wait_for(lambda: len(outcomes["long"]) >= 1 and len(outcomes["short"]) >= 1, 30)
     proc.send_signal(signal.SIGTERM)
     wait_for(lambda: httpx.get(guarded.base_url + "/health").status_code == 503, 2)
@@ -262,8 +273,8 @@ def test_sigterm_drains_then_exits_zero(pair) -> None:  # type: ignore[no-untype
     assert refused.status_code == 503
     assert refused.json()["error"]["code"] == "server_shutting_down"
     assert "retry-after" in refused.headers
-    for t in threads:
-        t.join(timeout=60)
+    for reader in (short_reader, long_reader):
+        reader.join(timeout=60)
     assert proc.wait(timeout=60) == 0
     short = [json.loads(f) for f in outcomes["short"][:-1]]
     assert outcomes["short"][-1] == "[DONE]"
@@ -275,16 +286,8 @@ def test_sigterm_drains_then_exits_zero(pair) -> None:  # type: ignore[no-untype
 
 def test_engine_death(pair) -> None:  # type: ignore[no-untyped-def]
     _, (proc, mortal) = pair
-    frames: list[str] = []
-
-    def read() -> None:
-        with httpx.stream(**long_stream(mortal, 1900)) as r:  # type: ignore[arg-type]
-            for line in r.iter_lines():
-                if line.startswith("data: "):
-                    frames.append(line[6:])
-
-    reader = threading.Thread(target=read)
-    reader.start()
+    reader = StreamReader(mortal, 1900)
+    frames = reader.frames
     wait_for(lambda: len(frames) >= 1, 30)
     cores = [
         p

@@ -10,7 +10,6 @@ import asyncio
 import json
 import signal
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from openai import AsyncOpenAI
 from prometheus_client.mmap_dict import MmapedDict
 
 from tests.integration.conftest import LiveGateway, server_env, start_gateway
-from tests.integration.test_reliability import long_stream, metric, wait_for
+from tests.integration.test_reliability import StreamReader, metric, wait_for
 
 HI = [{"role": "user", "content": "hi"}]
 CHAT = "gateway_requests_total"
@@ -121,24 +120,12 @@ def test_requests_spread_over_workers_and_metrics_sum(workers) -> None:  # type:
 def test_sigterm_drains_every_worker(workers) -> None:  # type: ignore[no-untyped-def]
     proc, live, _ = workers
     family = _family(proc)
-    frames: dict[str, list[str]] = {"short": [], "long": []}
-
-    def read(name: str, max_tokens: int) -> None:
-        with httpx.stream(**long_stream(live, max_tokens)) as r:  # type: ignore[arg-type]
-            for line in r.iter_lines():
-                if line.startswith("data: "):
-                    frames[name].append(line[6:])
-
-    threads = [
-        threading.Thread(target=read, args=("short", 20)),
-        threading.Thread(target=read, args=("long", 1900)),
-    ]
-    for t in threads:
-        t.start()
+    readers = {"short": StreamReader(live, 20), "long": StreamReader(live, 1900)}
+    frames = {name: reader.frames for name, reader in readers.items()}
     wait_for(lambda: all(frames.values()), 30)
     proc.send_signal(signal.SIGTERM)
-    for t in threads:
-        t.join(timeout=60)
+    for reader in readers.values():
+        reader.join(timeout=60)
     assert proc.wait(timeout=60) == 0
     assert frames["short"][-1] == "[DONE]"
     assert json.loads(frames["short"][-2])["choices"][0]["finish_reason"] == "length"
@@ -173,16 +160,8 @@ def test_engine_death_stops_every_worker_with_status_3(doomed) -> None:  # type:
     family = _family(proc)
     cores = _named(family, "EngineCore")
     assert len(cores) == 1
-    frames: list[str] = []
-
-    def read() -> None:
-        with httpx.stream(**long_stream(live, 1900)) as r:  # type: ignore[arg-type]
-            for line in r.iter_lines():
-                if line.startswith("data: "):
-                    frames.append(line[6:])
-
-    reader = threading.Thread(target=read)
-    reader.start()
+    reader = StreamReader(live, 1900)
+    frames = reader.frames
     wait_for(lambda: len(frames) >= 1, 30)
     cores[0].kill()
     assert proc.wait(timeout=60) == 3
