@@ -55,6 +55,20 @@ def _session_label(session: dict[str, Any], data: dict[str, Any]) -> str:
     return label if ran else label + " (no runs)"
 
 
+def _client_weight(data: dict[str, Any]) -> str:
+    """The benchmark client's scheduler weight (bench.machine.favour_client)."""
+    if "client_autogroup_nice" not in data:
+        return (
+            "Client CPU weight: the client's session ran at the default weight (results "
+            "from before the harness raised it; such runs can show frozen waves, see "
+            "profiling.md)"
+        )
+    nice = data.get("client_autogroup_nice")
+    if nice is None:
+        return "Client CPU weight: not raised (no autogroups, or not permitted)"
+    return f"Client CPU weight: the client's session (autogroup) at nice {nice}"
+
+
 def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str) -> str:
     rows = summarize(data)
     v = data.get("versions", {})
@@ -113,6 +127,7 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
         "`ignore_eos: true`, streaming with `include_usage`"
     )
     add(f"- Environment for both servers: `{json.dumps(data.get('env', {}))}`")
+    add("- " + _client_weight(data))
     add(
         f"- Load average (1 min) at start {data.get('loadavg_start')}, at end "
         f"{data.get('loadavg_end')}; during runs "
@@ -189,10 +204,12 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
         add("## API-server CPU per output token")
         add("")
         add(
-            "CPU time (user + system) of the API-server process during each run, warm-ups "
-            "included, divided by the output tokens of the run and its warm-ups; medians over "
-            "rounds. This is the serving cost that the HTTP front end adds per token, on top of "
-            "the engine (whose processes are the same code in both)."
+            "CPU time (user + system) of the API-server process, and of its HTTP worker "
+            "processes when there are several, during each run, warm-ups included, divided by "
+            "the output tokens of the run and its warm-ups; medians over rounds. This is the "
+            "serving cost that the HTTP front end adds per token, on top of the engine (whose "
+            "processes are the same code in both). '–': not measured (runs with HTTP workers "
+            "recorded before the harness counted the workers' CPU)."
         )
         add("")
         add("| workload | conc | vllm serve µs/token | gateway µs/token | ratio |")

@@ -171,8 +171,17 @@ def memory_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def cpu_per_token(data: dict[str, Any]) -> list[tuple[str, int, float | None, float | None]]:
+    """Front-end CPU per output token, medians per point and server. Runs of sessions with
+    HTTP workers recorded before the harness counted the workers' CPU are left out."""
+    workers = {
+        (s["server"], s["round"])
+        for s in data.get("sessions", [])
+        if (s.get("memory") or {}).get("api_workers")
+    }
     per: dict[tuple[str, int, str], list[float]] = defaultdict(list)
     for run in data["runs"]:
+        if (run["server"], run["round"]) in workers and not run.get("cpu_counts_http_workers"):
+            continue
         if run.get("api_server_cpu_us_per_token") is not None:
             per[(run["workload"], run["concurrency"], run["server"])].append(
                 run["api_server_cpu_us_per_token"]

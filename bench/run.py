@@ -44,6 +44,7 @@ from bench.commands import (
 )
 from bench.machine import (
     engine_config_line,
+    favour_client,
     loadavg,
     versions,
     wait_gpu_released,
@@ -327,6 +328,9 @@ class Runner:
                 return
             if event is None:  # the client exited
                 return
+            if event["event"] == "client":
+                self.data["client_autogroup_nice"] = event.get("autogroup_nice")
+                continue
             tag = event.get("tag", "")
             run = runs.get(tag)
             if run is None:
@@ -383,6 +387,7 @@ class Runner:
         if api0 is None or api1 is None:
             return
         run["api_server_cpu_s"] = round(api1 - api0, 3)
+        run["cpu_counts_http_workers"] = True  # results before this counted the launcher only
         if eng0 is not None and eng1 is not None:
             run["engine_procs_cpu_s"] = round(eng1 - eng0, 3)
         run["cpu_tokens"] = (run["num_prompts"] + run["num_warmups"]) * run["output_len"]
@@ -412,7 +417,10 @@ def main(argv: list[str] | None = None) -> int:
     atexit.register(stop_all)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGHUP, _on_signal)
+    # the harness's own probes (first chunk, first text) are clients too
+    harness_nice = favour_client()
     runner = Runner(args)
+    runner.data["harness_autogroup_nice"] = harness_nice
     try:
         results = runner.run()
     finally:

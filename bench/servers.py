@@ -70,6 +70,11 @@ def _current_core(pid: int) -> int | None:
         return None
 
 
+def _is_api_worker(proc: Any) -> bool:
+    """An HTTP worker process of `--api-server-count N` (vLLM titles them APIServer_i)."""
+    return "APIServer" in " ".join(proc.cmdline())
+
+
 def _rss_kib(pid: int) -> int | None:
     return _read_status_kib(pid, "VmRSS")
 
@@ -137,7 +142,7 @@ class ServerProcess:
                 with contextlib.suppress(Exception):
                     kids = psutil.Process(pid).children(recursive=True)
                     mem.children_rss_mib = sum(k.memory_info().rss for k in kids) / 2**20
-                    workers = [k for k in kids if "APIServer" in " ".join(k.cmdline())]
+                    workers = [k for k in kids if _is_api_worker(k)]
                     rss = sum(k.memory_info().rss for k in workers) / 2**20
                     mem.api_workers = max(mem.api_workers, len(workers))
                     mem.api_workers_rss_peak_mib = max(mem.api_workers_rss_peak_mib, rss)
@@ -176,18 +181,22 @@ class ServerProcess:
                     self._log.write(msg.encode())
 
     def cpu_seconds(self) -> tuple[float | None, float | None]:
-        """CPU seconds used so far by the API-server process and by its descendants."""
+        """CPU seconds used so far by the HTTP front end (the API-server process and its
+        HTTP worker processes, if any) and by the other descendants (the engine)."""
         if psutil is None or self.proc is None:
             return None, None
         try:
             proc = psutil.Process(self.proc.pid)
             own = proc.cpu_times()
-            kids = 0.0
+            front, engine = own.user + own.system, 0.0
             for kid in proc.children(recursive=True):
                 with contextlib.suppress(Exception):
                     t = kid.cpu_times()
-                    kids += t.user + t.system
-            return own.user + own.system, kids
+                    if _is_api_worker(kid):
+                        front += t.user + t.system
+                    else:
+                        engine += t.user + t.system
+            return front, engine
         except Exception:
             return None, None
 

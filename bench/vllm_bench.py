@@ -7,8 +7,9 @@ client from its modules, with vLLM's own argument parser; ARGS are exactly those
 `python -m bench.vllm_bench --plan PLAN.json [--stop-at EPOCH]` runs several benchmarks
 one after the other in one process (vLLM is imported once: that import takes 5-40 s),
 each with its own argument list from PLAN.json (`[{"tag": ..., "argv": [...]}, ...]`).
-It prints `@@bench {"event": "start"|"end", ...}` lines that `bench.run` follows, and
-skips what would start after EPOCH (a deadline, in `time.time()` seconds).
+It prints `@@bench {"event": "client"|"start"|"end", ...}` lines that `bench.run`
+follows, and skips what would start after EPOCH (a deadline, in `time.time()` seconds).
+The client first raises its session's CPU weight (`bench.machine.favour_client`).
 """
 
 from __future__ import annotations
@@ -81,7 +82,11 @@ def run_plan(plan_path: str, stop_at: float | None) -> int:
 
 
 def main(argv: list[str]) -> int:
+    from bench.machine import favour_client
+
+    nice = favour_client()
     if argv and argv[0] == "--plan":
+        _event(event="client", autogroup_nice=nice)
         stop_at = None
         if len(argv) >= 4 and argv[2] == "--stop-at":
             stop_at = float(argv[3])
