@@ -1,19 +1,24 @@
-"""Command lines and environments of the servers and the client, the model, and the
-start-up probe."""
+"""Command lines and environments of the servers and the client, the model, the
+start-up probe, and the head of the results file."""
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import os
+import platform
+import shlex
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+from bench.machine import loadavg, versions
 from bench.profiles import (
     ROOT,
     Profile,
+    hardware_name,
 )
 from bench.servers import ServerProcess, post_json
 from bench.sse import sse_events
@@ -201,3 +206,49 @@ def probe(server: ServerProcess, model: str, out_len: int = 16) -> dict[str, Any
     finally:
         conn.close()
     return info
+
+
+def results_header(
+    args: argparse.Namespace,
+    prof: Profile,
+    model: str,
+    env: dict[str, str],
+    servers: list[str],
+    extra_args: dict[str, list[str]],
+) -> dict[str, Any]:
+    """The results file's head: what ran, where, with which commands; runs come later."""
+    head: dict[str, Any] = {
+        "schema": 1,
+        "hardware": args.hardware or hardware_name(prof.name),
+        "profile": prof.name,
+        "started": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "model": model,
+        "engine_args": prof.engine_args,
+        "env": {k: env[k] for k in sorted(prof.env) if k in env},
+        "sampling": prof.sampling,
+        "workloads": [f"{a}x{b}" for a, b in prof.workloads],
+        "concurrencies": prof.concurrencies,
+        "rounds": prof.rounds,
+        "order": servers,
+        "seed": args.seed,
+        "gateway_root": str(Path(args.gateway_root).resolve()) if args.gateway_root else None,
+        "server_args": extra_args,
+        "versions": versions(args.python),
+        "commands": {
+            name: shlex.join(
+                server_argv(name, "python", model, args.port, prof.engine_args, extra_args[name])
+            )
+            for name in servers
+        },
+        "sessions": [],
+        "runs": [],
+        "loadavg_start": loadavg(),
+    }
+    workload, conc = prof.workloads[0], prof.concurrencies[-1]
+    example = client_argv(
+        "python", model, args.port, workload, conc, num_prompts(prof, workload, conc),
+        min(conc, prof.warmups_cap), args.seed, prof.sampling, Path("RESULTS"), "FILE.json",
+    )  # fmt: skip
+    head["commands"]["client_example"] = shlex.join(example)
+    return head

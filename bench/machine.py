@@ -10,6 +10,7 @@ import platform
 import re
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,9 @@ CLIENT_AUTOGROUP_NICE = -10
 `favour_client`)."""
 
 
-def favour_client(nice: int = CLIENT_AUTOGROUP_NICE) -> int | None:
+def favour_client(
+    nice: int = CLIENT_AUTOGROUP_NICE, path: Path = Path("/proc/self/autogroup")
+) -> int | None:
     """Give this process's session (its scheduler autogroup) the CPU weight of `nice`.
 
     With `kernel.sched_autogroup_enabled` (the default on most distributions) the kernel
@@ -36,12 +39,35 @@ def favour_client(nice: int = CLIENT_AUTOGROUP_NICE) -> int | None:
     Returns the autogroup's nice now in effect, None where there are no autogroups or
     the kernel refuses (raising a weight needs CAP_SYS_NICE).
     """
-    path = Path("/proc/self/autogroup")
     try:
         path.write_text(str(nice))
-        match = re.search(r"nice (-?\d+)", path.read_text())
+        return autogroup_nice(path.read_text())
     except OSError:
         return None
+
+
+@contextlib.contextmanager
+def favoured_client(
+    nice: int = CLIENT_AUTOGROUP_NICE, path: Path = Path("/proc/self/autogroup")
+) -> Iterator[int | None]:
+    """`favour_client` for a process that shares its session with others (the harness,
+    started from a shell): the session's previous weight comes back on exit."""
+    try:
+        before = autogroup_nice(path.read_text())
+    except OSError:
+        before = None
+    now = favour_client(nice, path)
+    try:
+        yield now
+    finally:
+        if before is not None and now is not None:
+            with contextlib.suppress(OSError):
+                path.write_text(str(before))
+
+
+def autogroup_nice(text: str) -> int | None:
+    """The nice of `/proc/<pid>/autogroup`'s text ("/autogroup-196 nice -10")."""
+    match = re.search(r"\bnice (-?\d+)", text)
     return int(match.group(1)) if match else None
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import os
+import shlex
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +92,28 @@ PROFILES: dict[str, Profile] = {
         first=["1024x128@1", "1024x128@256", "128x1024@256", "1024x128@64", "128x1024@64"],
     ),
 }
+
+
+def profile_from_args(name: str, args: argparse.Namespace) -> Profile:
+    """Profile `name` with the command line's overrides (bench/options.py)."""
+    base = PROFILES[name]
+    custom_prompts = bool(args.prompts_per_concurrency or args.min_prompts)
+    return Profile(
+        name=base.name,
+        concurrencies=args.concurrency or base.concurrencies,
+        workloads=args.workloads or base.workloads,
+        rounds=args.rounds or base.rounds,
+        engine_args=base.engine_args if args.engine_args is None else shlex.split(args.engine_args),
+        env=base.env,
+        prompts_per_concurrency=args.prompts_per_concurrency or base.prompts_per_concurrency,
+        min_prompts=args.min_prompts or base.min_prompts,
+        prompt_overrides={} if custom_prompts else base.prompt_overrides,
+        warmups_cap=base.warmups_cap,
+        startup_timeout_s=base.startup_timeout_s,
+        run_timeout_s=base.run_timeout_s,
+        sampling=base.sampling,
+        first=base.first,
+    )
 
 
 def auto_profile() -> str:

@@ -21,7 +21,6 @@ import datetime as dt
 import hashlib
 import json
 import os
-import platform
 import queue
 import shlex
 import signal
@@ -32,31 +31,27 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.client import build_plan, follow, on_end, on_start
 from bench.commands import (
-    client_argv,
     ensure_model,
-    num_prompts,
     probe,
-    scalar_metrics,
+    results_header,
     server_argv,
     server_cwd,
     server_env,
 )
 from bench.machine import (
     engine_config_line,
-    favour_client,
+    favoured_client,
     loadavg,
-    versions,
     wait_gpu_released,
 )
 from bench.options import build_parser
 from bench.profiles import (
-    PROFILES,
     ROOT,
     SERVER_NAMES,
-    Profile,
     auto_profile,
-    hardware_name,
+    profile_from_args,
 )
 from bench.servers import ServerError, ServerProcess, stop_all
 
@@ -68,27 +63,7 @@ class Runner:
         self.args = args
         self._first_text_prompts: list[str] | None = None
         name = args.profile or auto_profile()
-        base = PROFILES[name]
-        self.profile = Profile(
-            name=base.name,
-            concurrencies=args.concurrency or base.concurrencies,
-            workloads=args.workloads or base.workloads,
-            rounds=args.rounds or base.rounds,
-            engine_args=shlex.split(args.engine_args)
-            if args.engine_args is not None
-            else base.engine_args,
-            env=base.env,
-            prompts_per_concurrency=args.prompts_per_concurrency or base.prompts_per_concurrency,
-            min_prompts=args.min_prompts or base.min_prompts,
-            prompt_overrides=base.prompt_overrides
-            if not (args.prompts_per_concurrency or args.min_prompts)
-            else {},
-            warmups_cap=base.warmups_cap,
-            startup_timeout_s=base.startup_timeout_s,
-            run_timeout_s=base.run_timeout_s,
-            sampling=base.sampling,
-            first=base.first,
-        )
+        self.profile = profile_from_args(name, args)
         self.t0 = time.monotonic()
         stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         self.results_dir = Path(
@@ -126,51 +101,9 @@ class Runner:
         env = server_env(prof)
         if (ROOT / ".env").exists():
             self.log("warning: .env exists in the checkout; the gateway reads it")
-        hardware = args.hardware or hardware_name(prof.name)
-        self.data = {
-            "schema": 1,
-            "hardware": hardware,
-            "profile": prof.name,
-            "started": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "host": platform.node(),
-            "model": model,
-            "engine_args": prof.engine_args,
-            "env": {k: env[k] for k in sorted(prof.env) if k in env},
-            "sampling": prof.sampling,
-            "workloads": [f"{a}x{b}" for a, b in prof.workloads],
-            "concurrencies": prof.concurrencies,
-            "rounds": prof.rounds,
-            "order": self.servers,
-            "seed": args.seed,
-            "gateway_root": str(Path(args.gateway_root).resolve()) if args.gateway_root else None,
-            "server_args": {name: self.extra_args(name) for name in self.servers},
-            "versions": versions(args.python),
-            "commands": {
-                name: shlex.join(
-                    server_argv(
-                        name, "python", model, args.port, prof.engine_args, self.extra_args(name)
-                    )
-                )
-                for name in self.servers
-            },
-            "sessions": [],
-            "runs": [],
-            "loadavg_start": loadavg(),
-        }
-        example = client_argv(
-            "python",
-            model,
-            args.port,
-            prof.workloads[0],
-            prof.concurrencies[-1],
-            num_prompts(prof, prof.workloads[0], prof.concurrencies[-1]),
-            min(prof.concurrencies[-1], prof.warmups_cap),
-            args.seed,
-            prof.sampling,
-            Path("RESULTS"),
-            "FILE.json",
+        self.data = results_header(
+            args, prof, model, env, self.servers, {n: self.extra_args(n) for n in self.servers}
         )
-        self.data["commands"]["client_example"] = shlex.join(example)
         self.save()
         self.log(f"profile {prof.name}, model {model}, results in {self.results_dir}")
         for rnd in range(1, prof.rounds + 1):
@@ -255,30 +188,11 @@ class Runner:
 
     def run_plan(self, server: ServerProcess, name: str, rnd: int, model: str) -> None:
         """Every (workload, concurrency) against one server, from one client process."""
-        args, prof = self.args, self.profile
-        plan: list[dict[str, Any]] = []
-        runs: dict[str, dict[str, Any]] = {}
-        for workload, conc in prof.points():
-            prompts = num_prompts(prof, workload, conc)
-            warmups = min(conc, prof.warmups_cap)
-            tag = f"{name}-r{rnd}-{workload[0]}x{workload[1]}-c{conc}"
-            if tag in runs:  # the same point twice (`--concurrency 8,8`): keep both
-                tag += f"-{sum(t.startswith(tag) for t in runs) + 1}"
-            argv = client_argv(
-                args.python, model, server.port, workload, conc, prompts, warmups,
-                args.seed, prof.sampling, self.results_dir, tag + ".json",
-            )  # fmt: skip
-            plan.append({"tag": tag, "argv": argv[3:]})  # without `python -m bench.vllm_bench`
-            runs[tag] = {
-                "server": name,
-                "round": rnd,
-                "workload": f"{workload[0]}x{workload[1]}",
-                "input_len": workload[0],
-                "output_len": workload[1],
-                "concurrency": conc,
-                "num_prompts": prompts,
-                "num_warmups": warmups,
-            }
+        args = self.args
+        plan, runs = build_plan(
+            self.profile, name, rnd, python=args.python, model=model, port=server.port,
+            seed=args.seed, results_dir=self.results_dir,
+        )  # fmt: skip
         plan_path = self.results_dir / f"plan-{name}-r{rnd}.json"
         plan_path.write_text(json.dumps(plan, indent=1) + "\n")
         cmd = [args.python, "-m", "bench.vllm_bench", "--plan", str(plan_path)]
@@ -291,10 +205,10 @@ class Runner:
                 cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
             )  # fmt: skip
-            reader = threading.Thread(target=_follow, args=(proc, log, events), daemon=True)
+            reader = threading.Thread(target=follow, args=(proc, log, events), daemon=True)
             reader.start()
             try:
-                self._collect(proc, events, runs, server)
+                self._collect(events, runs, server)
             finally:
                 if proc.poll() is None:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -311,7 +225,6 @@ class Runner:
 
     def _collect(
         self,
-        proc: subprocess.Popen[bytes],
         events: queue.Queue[dict[str, Any] | None],
         runs: dict[str, dict[str, Any]],
         server: ServerProcess,
@@ -336,13 +249,7 @@ class Runner:
             if run is None:
                 continue
             if event["event"] == "start":
-                run["loadavg_before"] = event.get("loadavg")
-                run["_cpu0"] = server.cpu_seconds()
-                run["started"] = (
-                    dt.datetime.fromtimestamp(event["time"])
-                    .astimezone()
-                    .isoformat(timespec="seconds")
-                )
+                on_start(run, event, server)
                 self.log(f"{tag}: {run['num_prompts']} prompts, {run['num_warmups']} warm-ups")
                 wait_s = prof.run_timeout_s
             elif event["event"] == "skip":
@@ -351,60 +258,12 @@ class Runner:
                 self.data.setdefault("skipped", []).append(tag)
                 self.data["runs"].append(run)
             elif event["event"] == "end":
-                run["loadavg_after"] = event.get("loadavg")
-                run["wall_s"] = event.get("wall_s")
-                run["client_ok"] = event.get("ok")
-                self._cpu_use(run, server)
-                result_path = self.results_dir / (tag + ".json")
-                if event.get("ok") and result_path.is_file():
-                    run["metrics"] = scalar_metrics(json.loads(result_path.read_text()))
-                    m = run["metrics"]
-                    if "api_server_cpu_s" in run and m.get("total_output_tokens"):
-                        tokens = m["total_output_tokens"] + run["num_warmups"] * run["output_len"]
-                        run["cpu_tokens"] = tokens
-                        run["api_server_cpu_us_per_token"] = round(
-                            run["api_server_cpu_s"] / tokens * 1e6, 1
-                        )
-                    self.log(
-                        f"{tag}: {m.get('request_throughput', 0):.2f} req/s, "
-                        f"{m.get('output_throughput', 0):.0f} tok/s, "
-                        f"TTFT p50 {m.get('median_ttft_ms', 0):.1f} ms, "
-                        f"TPOT p50 {m.get('median_tpot_ms', 0):.2f} ms, failed {m.get('failed')}"
-                    )
-                else:
-                    run["error"] = "client failed; see the client log"
-                    self.log(f"{tag}: client failed")
+                self.log(on_end(run, event, server, self.results_dir))
                 self.data["runs"].append(run)
                 self.save()
                 if not server.alive():
                     self.log(f"{server.name} died during {tag}")
                     return
-
-    def _cpu_use(self, run: dict[str, Any], server: ServerProcess) -> None:
-        """CPU the API server and the engine processes spent on this run (warm-ups too)."""
-        api0, eng0 = run.pop("_cpu0", (None, None))
-        api1, eng1 = server.cpu_seconds()
-        if api0 is None or api1 is None:
-            return
-        run["api_server_cpu_s"] = round(api1 - api0, 3)
-        run["cpu_counts_http_workers"] = True  # results before this counted the launcher only
-        if eng0 is not None and eng1 is not None:
-            run["engine_procs_cpu_s"] = round(eng1 - eng0, 3)
-        run["cpu_tokens"] = (run["num_prompts"] + run["num_warmups"]) * run["output_len"]
-
-
-def _follow(
-    proc: subprocess.Popen[bytes], log: Any, events: queue.Queue[dict[str, Any] | None]
-) -> None:
-    """Copy the client's output to its log; pass `@@bench` events on."""
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        log.write(line)
-        log.flush()
-        if line.startswith(b"@@bench "):
-            with contextlib.suppress(ValueError):
-                events.put(json.loads(line[8:]))
-    events.put(None)
 
 
 def _on_signal(signum: int, _frame: Any) -> None:
@@ -417,14 +276,14 @@ def main(argv: list[str] | None = None) -> int:
     atexit.register(stop_all)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGHUP, _on_signal)
-    # the harness's own probes (first chunk, first text) are clients too
-    harness_nice = favour_client()
     runner = Runner(args)
-    runner.data["harness_autogroup_nice"] = harness_nice
-    try:
-        results = runner.run()
-    finally:
-        stop_all()
+    # the harness's own probes (first chunk, first text) are clients too
+    with favoured_client() as nice:
+        runner.data["harness_autogroup_nice"] = nice
+        try:
+            results = runner.run()
+        finally:
+            stop_all()
     print(f"bench: raw results in {results}", flush=True)
     if args.no_report:
         return 0

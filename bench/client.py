@@ -1,0 +1,123 @@
+"""One benchmark client process per server session: its plan, and what its events record.
+
+`bench.run` starts `python -m bench.vllm_bench --plan PLAN.json` once per server session;
+the client prints `@@bench` events (see `bench.vllm_bench`) that `follow` passes on and
+`on_start` / `on_end` turn into the run records of the results file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import queue
+import subprocess
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from bench.commands import client_argv, num_prompts, scalar_metrics
+from bench.profiles import Profile
+
+Event = dict[str, Any]
+
+
+class CpuMeter(Protocol):
+    def cpu_seconds(self) -> tuple[float | None, float | None]: ...
+
+
+def build_plan(
+    prof: Profile,
+    name: str,
+    rnd: int,
+    *,
+    python: str,
+    model: str,
+    port: int,
+    seed: int,
+    results_dir: Path,
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The client's plan (`[{"tag", "argv"}]`) and an empty run record per tag."""
+    plan: list[dict[str, Any]] = []
+    runs: dict[str, dict[str, Any]] = {}
+    for workload, conc in prof.points():
+        prompts = num_prompts(prof, workload, conc)
+        warmups = min(conc, prof.warmups_cap)
+        tag = f"{name}-r{rnd}-{workload[0]}x{workload[1]}-c{conc}"
+        if tag in runs:  # the same point twice (`--concurrency 8,8`): keep both
+            tag += f"-{sum(t.startswith(tag) for t in runs) + 1}"
+        argv = client_argv(
+            python, model, port, workload, conc, prompts, warmups, seed, prof.sampling,
+            results_dir, tag + ".json",
+        )  # fmt: skip
+        plan.append({"tag": tag, "argv": argv[3:]})  # without `python -m bench.vllm_bench`
+        runs[tag] = {
+            "server": name,
+            "round": rnd,
+            "workload": f"{workload[0]}x{workload[1]}",
+            "input_len": workload[0],
+            "output_len": workload[1],
+            "concurrency": conc,
+            "num_prompts": prompts,
+            "num_warmups": warmups,
+        }
+    return plan, runs
+
+
+def follow(
+    proc: subprocess.Popen[bytes], log: IO[bytes], events: queue.Queue[Event | None]
+) -> None:
+    """Copy the client's output to its log; pass `@@bench` events on, then None."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        log.write(line)
+        log.flush()
+        if line.startswith(b"@@bench "):
+            with contextlib.suppress(ValueError):
+                events.put(json.loads(line[8:]))
+    events.put(None)
+
+
+def on_start(run: dict[str, Any], event: Event, server: CpuMeter) -> None:
+    run["loadavg_before"] = event.get("loadavg")
+    run["_cpu0"] = server.cpu_seconds()
+    run["started"] = (
+        dt.datetime.fromtimestamp(event["time"]).astimezone().isoformat(timespec="seconds")
+    )
+
+
+def on_end(run: dict[str, Any], event: Event, server: CpuMeter, results_dir: Path) -> str:
+    """Record a finished run (metrics, CPU used); the line to log about it."""
+    run["loadavg_after"] = event.get("loadavg")
+    run["wall_s"] = event.get("wall_s")
+    run["client_ok"] = event.get("ok")
+    _cpu_use(run, server)
+    tag = event.get("tag", "")
+    result_path = results_dir / (tag + ".json")
+    if not (event.get("ok") and result_path.is_file()):
+        run["error"] = "client failed; see the client log"
+        return f"{tag}: client failed"
+    run["metrics"] = m = scalar_metrics(json.loads(result_path.read_text()))
+    if "api_server_cpu_s" in run and m.get("total_output_tokens"):
+        tokens = m["total_output_tokens"] + run["num_warmups"] * run["output_len"]
+        run["cpu_tokens"] = tokens
+        run["api_server_cpu_us_per_token"] = round(run["api_server_cpu_s"] / tokens * 1e6, 1)
+    return (
+        f"{tag}: {m.get('request_throughput', 0):.2f} req/s, "
+        f"{m.get('output_throughput', 0):.0f} tok/s, "
+        f"TTFT p50 {m.get('median_ttft_ms', 0):.1f} ms, "
+        f"TPOT p50 {m.get('median_tpot_ms', 0):.2f} ms, failed {m.get('failed')}"
+    )
+
+
+def _cpu_use(run: dict[str, Any], server: CpuMeter) -> None:
+    """CPU the front end (API server and HTTP workers) and the engine processes spent on
+    this run, warm-ups included."""
+    api0, eng0 = run.pop("_cpu0", (None, None))
+    api1, eng1 = server.cpu_seconds()
+    if api0 is None or api1 is None:
+        return
+    run["api_server_cpu_s"] = round(api1 - api0, 3)
+    run["cpu_counts_http_workers"] = True  # results before this counted the launcher only
+    if eng0 is not None and eng1 is not None:
+        run["engine_procs_cpu_s"] = round(eng1 - eng0, 3)
+    run["cpu_tokens"] = (run["num_prompts"] + run["num_warmups"]) * run["output_len"]

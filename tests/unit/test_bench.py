@@ -1,0 +1,135 @@
+"""Pure parts of the benchmark harness: the client's scheduler weight, its plan and run
+records, and the report's front-end CPU table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.client import build_plan, on_end, on_start
+from bench.machine import autogroup_nice, favour_client, favoured_client
+from bench.options import build_parser
+from bench.profiles import profile_from_args
+from bench.report_data import cpu_per_token
+
+
+def test_favour_client_writes_the_nice(tmp_path: Path) -> None:
+    autogroup = tmp_path / "autogroup"
+    autogroup.write_text("/autogroup-7 nice 0\n")
+    # a plain file reads back "-10", not the kernel's "/autogroup-7 nice -10"
+    assert favour_client(-10, autogroup) is None
+    assert autogroup.read_text() == "-10"
+
+
+class KernelAutogroup:
+    """/proc/self/autogroup's behaviour: takes a nice, reads back the whole line."""
+
+    def __init__(self, nice: int) -> None:
+        self.nice = nice
+        self.writes: list[str] = []
+
+    def read_text(self) -> str:
+        return f"/autogroup-7 nice {self.nice}\n"
+
+    def write_text(self, text: str) -> None:
+        self.writes.append(text)
+        self.nice = int(text)
+
+
+def test_favoured_client_gives_the_previous_weight_back() -> None:
+    autogroup = KernelAutogroup(3)
+    with favoured_client(-10, autogroup) as nice:  # type: ignore[arg-type]
+        assert nice == -10
+        assert autogroup.nice == -10
+    assert autogroup.nice == 3
+    assert autogroup.writes == ["-10", "3"]
+
+
+def test_autogroup_nice_parses_the_kernels_line() -> None:
+    assert autogroup_nice("/autogroup-196 nice -10\n") == -10
+    assert autogroup_nice("/autogroup-3 nice 0\n") == 0
+    assert autogroup_nice("-10") is None
+
+
+def test_favour_client_without_autogroups_returns_none(tmp_path: Path) -> None:
+    assert favour_client(-10, tmp_path / "missing" / "autogroup") is None
+
+
+def _data(counted: bool) -> dict[str, Any]:
+    run = {
+        "workload": "128x64",
+        "concurrency": 8,
+        "round": 1,
+        "api_server_cpu_us_per_token": 100.0,
+    }
+    gateway = {**run, "server": "gateway", "api_server_cpu_us_per_token": 5.0}
+    if counted:
+        gateway["cpu_counts_http_workers"] = True
+    return {
+        "workloads": ["128x64"],
+        "sessions": [
+            {"server": "vllm", "round": 1, "memory": {"api_workers": 0}},
+            {"server": "gateway", "round": 1, "memory": {"api_workers": 4}},
+        ],
+        "runs": [{**run, "server": "vllm"}, gateway],
+    }
+
+
+def test_cpu_per_token_leaves_out_worker_sessions_measured_without_workers() -> None:
+    assert cpu_per_token(_data(counted=False)) == [("128x64", 8, 100.0, None)]
+
+
+def test_cpu_per_token_keeps_worker_sessions_that_counted_them() -> None:
+    assert cpu_per_token(_data(counted=True)) == [("128x64", 8, 100.0, 5.0)]
+
+
+def test_build_plan_names_every_point_once(tmp_path: Path) -> None:
+    prof = profile_from_args("cpu", build_parser().parse_args(["--concurrency", "8,8,32"]))
+    plan, runs = build_plan(
+        prof, "gateway", 2, python="py", model="m", port=9, seed=0, results_dir=tmp_path
+    )
+    assert [p["tag"] for p in plan] == [
+        "gateway-r2-128x64-c8",
+        "gateway-r2-128x64-c8-2",
+        "gateway-r2-128x64-c32",
+    ]
+    assert list(runs) == [p["tag"] for p in plan]
+    argv = plan[2]["argv"]
+    assert argv[:2] == ["--backend", "openai-chat"]  # no `python -m bench.vllm_bench`
+    assert argv[argv.index("--max-concurrency") + 1] == "32"
+    assert argv[argv.index("--result-filename") + 1] == "gateway-r2-128x64-c32.json"
+    assert runs["gateway-r2-128x64-c32"]["num_prompts"] == 320  # 10 per unit of concurrency
+
+
+class Meter:
+    def __init__(self, *readings: tuple[float, float]) -> None:
+        self.readings = list(readings)
+
+    def cpu_seconds(self) -> tuple[float | None, float | None]:
+        return self.readings.pop(0)
+
+
+def test_on_end_records_metrics_and_front_end_cpu_per_token(tmp_path: Path) -> None:
+    tag = "gateway-r1-128x64-c8"
+    (tmp_path / f"{tag}.json").write_text(
+        json.dumps({"request_throughput": 40.0, "total_output_tokens": 5120, "failed": 0})
+    )
+    run: dict[str, Any] = {"num_prompts": 80, "num_warmups": 8, "output_len": 64}
+    meter = Meter((10.0, 100.0), (12.8, 130.0))
+    on_start(run, {"time": 0, "loadavg": [1.0]}, meter)
+    line = on_end(run, {"tag": tag, "ok": True, "wall_s": 2.5}, meter, tmp_path)
+    assert line.startswith(f"{tag}: 40.00 req/s")
+    assert run["api_server_cpu_s"] == 2.8
+    assert run["engine_procs_cpu_s"] == 30.0
+    assert run["cpu_tokens"] == 5120 + 8 * 64
+    assert run["api_server_cpu_us_per_token"] == round(2.8 / (5120 + 8 * 64) * 1e6, 1)
+    assert run["cpu_counts_http_workers"] is True
+
+
+def test_on_end_marks_a_failed_client_run(tmp_path: Path) -> None:
+    run: dict[str, Any] = {"num_prompts": 8, "num_warmups": 1, "output_len": 64}
+    meter = Meter((1.0, 1.0), (1.5, 2.0))
+    on_start(run, {"time": 0}, meter)
+    assert on_end(run, {"tag": "x", "ok": False}, meter, tmp_path) == "x: client failed"
+    assert "metrics" not in run and run["error"].startswith("client failed")
