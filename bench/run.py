@@ -75,6 +75,7 @@ class Runner:
             if s not in SERVER_NAMES:
                 raise SystemExit(f"unknown server {s!r}; choose from {SERVER_NAMES}")
         self.data: dict[str, Any] = {}
+        self.harness_nice: int | None = None  # the harness's own session weight
 
     def remaining(self) -> float:
         if self.args.deadline_s is None:
@@ -104,6 +105,7 @@ class Runner:
         self.data = results_header(
             args, prof, model, env, self.servers, {n: self.extra_args(n) for n in self.servers}
         )
+        self.data["harness_autogroup_nice"] = self.harness_nice
         self.save()
         self.log(f"profile {prof.name}, model {model}, results in {self.results_dir}")
         for rnd in range(1, prof.rounds + 1):
@@ -279,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner(args)
     # the harness's own probes (first chunk, first text) are clients too
     with favoured_client() as nice:
-        runner.data["harness_autogroup_nice"] = nice
+        runner.harness_nice = nice
         try:
             results = runner.run()
         finally:
