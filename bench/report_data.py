@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +64,9 @@ def backfill_engine_config(data: dict[str, Any], folder: Path) -> None:
             data.setdefault("engine_configs", {})[sha] = config
 
 
-def median(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
+def median(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
 
 
 def fmt(value: float | None, spec: str) -> str:
@@ -110,7 +110,7 @@ def summarize(data: dict[str, Any]) -> list[dict[str, Any]]:
                 row[server]["n"] = len(rounds)
                 row[server]["failed"] = sum(int(m.get("failed") or 0) for m in rounds.values())
                 row[server]["input_tokens"] = sorted(
-                    {m.get("total_input_tokens") for m in rounds.values()}
+                    {t for m in rounds.values() if (t := m.get("total_input_tokens")) is not None}
                 )
             if not present:
                 continue

@@ -80,7 +80,7 @@ class Runner:
     def remaining(self) -> float:
         if self.args.deadline_s is None:
             return float("inf")
-        return self.args.deadline_s - (time.monotonic() - self.t0)
+        return float(self.args.deadline_s) - (time.monotonic() - self.t0)
 
     def save(self) -> None:
         path = self.results_dir / "results.json"

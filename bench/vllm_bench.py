@@ -28,7 +28,7 @@ def _parser() -> Any:
     try:
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError:  # older vLLM
-        from vllm.utils import FlexibleArgumentParser  # type: ignore[attr-defined,no-redef]
+        from vllm.utils import FlexibleArgumentParser  # type: ignore[no-redef,unused-ignore]
 
     parser = FlexibleArgumentParser(prog="vllm bench serve")
     add_cli_args(parser)
