@@ -1,8 +1,9 @@
 """The byte-level BPE tokenizer of the tiny Qwen3 checkpoints.
 
 All 256 bytes are in the base alphabet (any text round-trips), merges are learned from a
-small built-in corpus and, for large presets, padded with synthetic merges so that every
-id decodes. Deterministic; `tokenizers` is imported inside the functions.
+small built-in corpus and padded with synthetic merges up to the preset's size, so that
+every id decodes, to whole characters where it is not a lone byte. Deterministic;
+`tokenizers` is imported inside the functions.
 """
 
 from __future__ import annotations
@@ -180,21 +181,39 @@ def _learn_merges(
 def _synthetic_merges(
     vocab: dict[str, int], alphabet: list[str], target: int
 ) -> list[tuple[str, str]]:
-    """Pad `vocab` to `target` tokens: each new token joins an existing token and a byte."""
+    """Pad `vocab` to `target` tokens: each new token joins an existing token that decodes
+    to whole characters and a printable ASCII character.
+
+    So every padded id decodes to whole characters, as nearly all ids of a real Qwen
+    vocabulary do (1,448 of Qwen's 151,643 byte-level BPE tokens, 0.95%, end inside a
+    UTF-8 character). Random weights pick ids about uniformly, and a split character is
+    held back by the detokenizer until the next token; joining arbitrary bytes instead
+    made 61% of the qwen3-0.6b preset's ids split, which no real output resembles.
+    """
+    byte_of = {char: byte for byte, char in _bytes_to_unicode().items()}
+    ascii_right = [alphabet[b] for b in range(0x21, 0x7F)]  # printable, not the space
+
+    def whole(token: str) -> bool:
+        try:
+            bytes(byte_of[char] for char in token).decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
+
     merges: list[tuple[str, str]] = []
-    tokens = list(vocab)  # id order; grows as tokens are added
+    lefts = [token for token in vocab if whole(token)]  # id order; grows as tokens are added
     left_index = 0
     while len(vocab) < target:
-        left = tokens[left_index]
+        left = lefts[left_index]
         left_index += 1
-        for right in alphabet:
+        for right in ascii_right:
             if len(vocab) >= target:
                 break
             merged = left + right
             if merged in vocab:
                 continue
             vocab[merged] = len(vocab)
-            tokens.append(merged)
+            lefts.append(merged)
             merges.append((left, right))
     return merges
 
