@@ -20,12 +20,14 @@ from bench.profiles import (
 
 CLIENT_AUTOGROUP_NICE = -10
 """The benchmark client's CPU weight, as the nice value of its autogroup (see
-`favour_client`)."""
+`favour_client`); the environment's BENCH_CLIENT_NICE overrides it."""
 
 
-def favour_client(
-    nice: int = CLIENT_AUTOGROUP_NICE, path: Path = Path("/proc/self/autogroup")
-) -> int | None:
+def client_nice() -> int:
+    return int(os.environ.get("BENCH_CLIENT_NICE", CLIENT_AUTOGROUP_NICE))
+
+
+def favour_client(nice: int | None = None, path: Path = Path("/proc/self/autogroup")) -> int | None:
     """Give this process's session (its scheduler autogroup) the CPU weight of `nice`.
 
     With `kernel.sched_autogroup_enabled` (the default on most distributions) the kernel
@@ -40,7 +42,7 @@ def favour_client(
     the kernel refuses (raising a weight needs CAP_SYS_NICE).
     """
     try:
-        path.write_text(str(nice))
+        path.write_text(str(client_nice() if nice is None else nice))
         return autogroup_nice(path.read_text())
     except OSError:
         return None
@@ -48,7 +50,7 @@ def favour_client(
 
 @contextlib.contextmanager
 def favoured_client(
-    nice: int = CLIENT_AUTOGROUP_NICE, path: Path = Path("/proc/self/autogroup")
+    nice: int | None = None, path: Path = Path("/proc/self/autogroup")
 ) -> Iterator[int | None]:
     """`favour_client` for a process that shares its session with others (the harness,
     started from a shell): the session's previous weight comes back on exit."""

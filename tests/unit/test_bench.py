@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench.client import build_plan, on_end, on_start
 from bench.machine import autogroup_nice, favour_client, favoured_client
 from bench.options import build_parser
@@ -50,6 +52,18 @@ def test_autogroup_nice_parses_the_kernels_line() -> None:
     assert autogroup_nice("/autogroup-196 nice -10\n") == -10
     assert autogroup_nice("/autogroup-3 nice 0\n") == 0
     assert autogroup_nice("-10") is None
+
+
+def test_favour_client_takes_its_default_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    autogroup = tmp_path / "autogroup"
+    monkeypatch.delenv("BENCH_CLIENT_NICE", raising=False)
+    favour_client(path=autogroup)
+    assert autogroup.read_text() == "-10"
+    monkeypatch.setenv("BENCH_CLIENT_NICE", "-19")
+    favour_client(path=autogroup)
+    assert autogroup.read_text() == "-19"
 
 
 def test_favour_client_without_autogroups_returns_none(tmp_path: Path) -> None:
