@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from bench.procfs import current_core, is_api_worker, read_status_kib, rss_kib
+
 try:
     import psutil
 except ImportError:  # pragma: no cover - psutil ships with vLLM
@@ -47,36 +49,6 @@ class MemoryStats:
     # which CPU the API-server's main thread was on at each poll (placement matters on
     # small machines where vLLM pins its CPU worker to one core)
     core_samples: dict[int, int] = field(default_factory=dict)
-
-
-def _read_status_kib(pid: int, key: str) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-def _current_core(pid: int) -> int | None:
-    """The CPU the process's main thread last ran on (field 39 of /proc/PID/stat)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return int(fields[36])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _is_api_worker(proc: Any) -> bool:
-    """An HTTP worker process of `--api-server-count N` (vLLM titles them APIServer_i)."""
-    return "APIServer" in " ".join(proc.cmdline())
-
-
-def _rss_kib(pid: int) -> int | None:
-    return _read_status_kib(pid, "VmRSS")
 
 
 @dataclass(eq=False)
@@ -126,14 +98,14 @@ class ServerProcess:
         assert self.proc is not None
         pid = self.proc.pid
         while not self._stop_poll.wait(self.poll_interval_s):
-            kib = _rss_kib(pid)
+            kib = rss_kib(pid)
             if kib is None:
                 return
             mib = kib / 1024
             mem = self.memory
             mem.samples += 1
             mem.rss_peak_polled_mib = max(mem.rss_peak_polled_mib, mib)
-            core = _current_core(pid)
+            core = current_core(pid)
             if core is not None and self._under_load:
                 mem.core_samples[core] = mem.core_samples.get(core, 0) + 1
             if self._under_load:
@@ -142,7 +114,7 @@ class ServerProcess:
                 with contextlib.suppress(Exception):
                     kids = psutil.Process(pid).children(recursive=True)
                     mem.children_rss_mib = sum(k.memory_info().rss for k in kids) / 2**20
-                    workers = [k for k in kids if _is_api_worker(k)]
+                    workers = [k for k in kids if is_api_worker(k)]
                     rss = sum(k.memory_info().rss for k in workers) / 2**20
                     mem.api_workers = max(mem.api_workers, len(workers))
                     mem.api_workers_rss_peak_mib = max(mem.api_workers_rss_peak_mib, rss)
@@ -192,7 +164,7 @@ class ServerProcess:
             for kid in proc.children(recursive=True):
                 with contextlib.suppress(Exception):
                     t = kid.cpu_times()
-                    if _is_api_worker(kid):
+                    if is_api_worker(kid):
                         front += t.user + t.system
                     else:
                         engine += t.user + t.system
@@ -205,7 +177,7 @@ class ServerProcess:
 
     def snapshot_memory(self) -> dict[str, Any]:
         if self.proc is not None:
-            hwm = _read_status_kib(self.proc.pid, "VmHWM")
+            hwm = read_status_kib(self.proc.pid, "VmHWM")
             if hwm is not None:
                 self.memory.vm_hwm_mib = hwm / 1024
         return {

@@ -4,6 +4,7 @@ records, and the report's front-end CPU table."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from bench.client import build_plan, on_end, on_start
 from bench.machine import autogroup_nice, favour_client, favoured_client
 from bench.options import build_parser
+from bench.procfs import current_core, read_status_kib, rss_kib
 from bench.profiles import profile_from_args
 from bench.report_data import cpu_per_token
 
@@ -147,3 +149,11 @@ def test_on_end_marks_a_failed_client_run(tmp_path: Path) -> None:
     on_start(run, {"time": 0}, meter)
     assert on_end(run, {"tag": "x", "ok": False}, meter, tmp_path) == "x: client failed"
     assert "metrics" not in run and run["error"].startswith("client failed")
+
+
+def test_procfs_reads_this_process() -> None:
+    rss = rss_kib(os.getpid())
+    assert rss is not None and rss > 1024
+    core = current_core(os.getpid())
+    assert core is not None and 0 <= core < (os.cpu_count() or 1)
+    assert read_status_kib(2**22 + 1, "VmRSS") is None  # no such pid
