@@ -14,7 +14,7 @@ import time
 import uuid
 
 from app.chat.normalize import Defaults, normalize
-from app.chat.prompt import open_think_block, render_prompt
+from app.chat.prompt import open_think_block, render_prompt_async
 from app.chat.sampling import build_sampling_params, completion_budget
 from app.chat.service import ChatJob, ReasoningMode
 from app.chat.tools import plan_tools
@@ -56,7 +56,7 @@ def server_defaults(gateway: Gateway) -> Defaults:
     )
 
 
-def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id: str) -> ChatJob:
+async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id: str) -> ChatJob:
     served = gateway.served_model(body.model)
     normalized = normalize(body, gateway.defaults)
     for kind in normalized.fired:
@@ -67,7 +67,7 @@ def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id: str)
     engine = gateway.engine
     tools = plan_tools(request)
     constraint = tools.constraint or requested_constraint(request)
-    prompt = render_prompt(
+    prompt = await render_prompt_async(
         engine.tokenizer, request, normalized.template_kwargs, tools.template_tools
     )
     # Constrained output with thinking asked for: think first, then the constrained answer.

@@ -18,7 +18,7 @@ router = APIRouter(tags=["chat"])
 async def create_chat_completion(
     body: ChatCompletionRequest, gateway: GatewayDep, request: Request
 ) -> Response:
-    job = prepare_chat(gateway, body, new_completion_id(request_id_of(request)))
+    job = await prepare_chat(gateway, body, new_completion_id(request_id_of(request)))
     return await respond(
         request,
         job.request_id,

@@ -1,11 +1,21 @@
-"""app.chat.prompt: history tool calls for the template, and opening a think block."""
+"""app.chat.prompt: history tool calls for the template, opening a think block, and
+tokenizing long prompts off the event loop."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
-from app.chat.prompt import Prompt, open_think_block, template_tool_call
+from app.chat.prompt import (
+    OFF_LOOP_CHARS,
+    Prompt,
+    open_think_block,
+    render_prompt,
+    render_prompt_async,
+    template_tool_call,
+)
+from app.schemas.chat import ChatCompletionRequest
 
 
 def test_template_tool_call_parses_json_arguments() -> None:
@@ -42,3 +52,36 @@ def test_open_think_block() -> None:
     assert opened.text == "<|im_start|>assistant\n<think>\n"
     assert opened.token_ids == [1, 2, *map(ord, "<think>\n")]
     assert open_think_block(Tok(), opened) is opened  # type: ignore[arg-type]
+
+
+class TemplateTok(Tok):
+    """A tokenizer with a chat template that records which thread encoded."""
+
+    def __init__(self) -> None:
+        self.threads: list[str] = []
+
+    def apply_chat_template(self, conversation: list[dict[str, Any]], **kwargs: Any) -> str:
+        return "".join(f"<{m['role']}>{m['content']}" for m in conversation)
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        self.threads.append(threading.current_thread().name)
+        return super().encode(text, add_special_tokens)
+
+
+def _request(content: str) -> ChatCompletionRequest:
+    return ChatCompletionRequest.model_validate(
+        {"model": "m", "messages": [{"role": "user", "content": content}]}
+    )
+
+
+async def test_a_long_prompt_is_tokenized_off_the_event_loop() -> None:
+    tok = TemplateTok()
+    short = _request("hi")
+    long = _request("x" * OFF_LOOP_CHARS)
+    for request in (short, long):
+        got = await render_prompt_async(tok, request, {})  # type: ignore[arg-type]
+        assert got == render_prompt(tok, request, {})  # type: ignore[arg-type]
+    loop_thread = threading.current_thread().name
+    # short: async then sync, both on the loop; long: the encode thread, then sync inline
+    assert tok.threads[0] == tok.threads[1] == loop_thread
+    assert tok.threads[2].startswith("encode") and tok.threads[3] == loop_thread
