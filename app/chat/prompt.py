@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import json
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
+from app.encode import encode
 from app.engine import Tokenizer
 from app.errors import GatewayError
 from app.reasoning import THINK_OPEN
@@ -53,17 +51,6 @@ def message_dict(message: ChatMessage) -> dict[str, Any]:
     if message.reasoning_content is not None:
         out["reasoning_content"] = message.reasoning_content
     return out
-
-
-OFF_LOOP_CHARS: Final = 2000
-"""Prompt texts at least this long are tokenized in a worker thread, not on the event loop.
-
-The fast tokenizer releases the GIL while it encodes, so the loop goes on serving other
-streams meanwhile: a 1024-token prompt of random ids of the Qwen3-sized test vocabulary
-(3,353 characters) took 3.0 ms to encode on the 2-core CI machine, and with the encode in a
-thread the loop's longest stall fell from 7.3 to 1.1 ms. Shorter prompts stay inline,
-where the thread hop would cost about as much as the encode.
-"""
 
 
 def render_text(
@@ -121,27 +108,9 @@ async def render_prompt_async(
     tools: list[dict[str, Any]] | None = None,
 ) -> Prompt:
     """`render_prompt` for the serving path: a long prompt is tokenized off the event loop
-    (`OFF_LOOP_CHARS`)."""
+    (`app.encode`)."""
     text = render_text(tokenizer, request, template_kwargs, tools)
-    if len(text) < OFF_LOOP_CHARS:
-        ids = tokenizer.encode(text, add_special_tokens=False)
-    else:
-        encode = functools.partial(tokenizer.encode, text, add_special_tokens=False)
-        ids = await asyncio.get_running_loop().run_in_executor(_encoder(), encode)
-    return Prompt(text=text, token_ids=ids)
-
-
-_ENCODER: ThreadPoolExecutor | None = None
-
-
-def _encoder() -> ThreadPoolExecutor:
-    """One thread per process for the long encodes, as `vllm serve` has one for its
-    tokenizer: they run one at a time (one thread keeps up with hundreds of long prompts
-    a second), beside the loop's own short ones, which only read the tokenizer too."""
-    global _ENCODER
-    if _ENCODER is None:
-        _ENCODER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="encode")
-    return _ENCODER
+    return Prompt(text=text, token_ids=await encode(tokenizer, text))
 
 
 def open_think_block(tokenizer: Tokenizer, prompt: Prompt) -> Prompt:

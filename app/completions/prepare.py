@@ -18,6 +18,7 @@ from typing import Any
 
 from app.chat.normalize import Defaults, clean_text
 from app.chat.sampling import OPTIONAL_SAMPLING, new_sampling_params
+from app.encode import encode
 from app.engine import Tokenizer
 from app.errors import GatewayError
 from app.schemas.completions import CompletionRequest
@@ -91,7 +92,7 @@ def validate(request: CompletionRequest) -> None:
         raise GatewayError("prompt must not be empty.", param="prompt")
 
 
-def prompt_inputs(
+async def prompt_inputs(
     request: CompletionRequest, tokenizer: Tokenizer
 ) -> tuple[list[PromptInput], bool]:
     """Each prompt's text and token ids; True when invisible characters were stripped."""
@@ -111,7 +112,7 @@ def prompt_inputs(
         if isinstance(item, str):
             text, changed = clean_text(item, where)
             stripped = stripped or changed
-            ids = tokenizer.encode(text, add_special_tokens=request.add_special_tokens)
+            ids = await encode(tokenizer, text, add_special_tokens=request.add_special_tokens)
         else:
             ids = list(item)
             bad = [t for t in ids if vocab is not None and t >= vocab]
@@ -180,11 +181,13 @@ def build_params(
     return new_sampling_params(kwargs, requested_constraint(request))
 
 
-def prepare_completion(gateway: Gateway, body: CompletionRequest, request_id: str) -> CompletionJob:
+async def prepare_completion(
+    gateway: Gateway, body: CompletionRequest, request_id: str
+) -> CompletionJob:
     served = gateway.served_model(body.model)
     validate(body)
     engine = gateway.engine
-    prompts, stripped = prompt_inputs(body, engine.tokenizer)
+    prompts, stripped = await prompt_inputs(body, engine.tokenizer)
     defaults = sampling_defaults(body, gateway.defaults)
     for kind, fired in (("invisible_chars", stripped), ("sampling_defaults", bool(defaults))):
         if fired:

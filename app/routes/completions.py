@@ -18,7 +18,7 @@ router = APIRouter(tags=["completions"])
 async def create_completion(
     body: CompletionRequest, gateway: GatewayDep, request: Request
 ) -> Response:
-    job = prepare_completion(gateway, body, new_completion_id(request_id_of(request)))
+    job = await prepare_completion(gateway, body, new_completion_id(request_id_of(request)))
     return await respond(
         request,
         job.request_id,

@@ -18,6 +18,7 @@ from app.completions.prepare import (
     validate,
 )
 from app.completions.wire import LegacyLogprobs, finish_reason
+from app.encode import OFF_LOOP_CHARS
 from app.errors import GatewayError
 from app.schemas.completions import CompletionRequest
 
@@ -78,24 +79,30 @@ def test_accepted() -> None:
         ("a\u200bb", [("ab", [1, 97, 98])]),  # invisible characters go
     ],
 )
-def test_prompt_inputs(prompt: Any, expected: list[tuple[str, list[int]]]) -> None:
-    prompts, _ = prompt_inputs(request(prompt=prompt), FakeTokenizer())  # type: ignore[arg-type]
+async def test_prompt_inputs(prompt: Any, expected: list[tuple[str, list[int]]]) -> None:
+    prompts, _ = await prompt_inputs(request(prompt=prompt), FakeTokenizer())  # type: ignore[arg-type]
     assert [(p.text, p.token_ids) for p in prompts] == expected
 
 
-def test_prompt_inputs_reports_stripping_and_special_tokens() -> None:
+async def test_prompt_inputs_reports_stripping_and_special_tokens() -> None:
     tokenizer: Any = FakeTokenizer()
-    prompts, stripped = prompt_inputs(
+    prompts, stripped = await prompt_inputs(
         request(prompt="a\u200b", add_special_tokens=False), tokenizer
     )
     assert stripped and prompts[0].token_ids == [97]
-    assert not prompt_inputs(request(prompt="a"), tokenizer)[1]
+    assert not (await prompt_inputs(request(prompt="a"), tokenizer))[1]
+
+
+async def test_a_long_prompt_keeps_its_special_tokens_off_the_loop() -> None:
+    text = "b" * OFF_LOOP_CHARS  # encoded in the encode thread
+    prompts, _ = await prompt_inputs(request(prompt=text), FakeTokenizer())  # type: ignore[arg-type]
+    assert prompts[0].token_ids == [1] + [98] * OFF_LOOP_CHARS
 
 
 @pytest.mark.parametrize("prompt", [[5, 1000], [[1], [2000]], ""])
-def test_bad_prompts(prompt: Any) -> None:
+async def test_bad_prompts(prompt: Any) -> None:
     with pytest.raises(GatewayError) as info:
-        prompt_inputs(request(prompt=prompt, add_special_tokens=False), FakeTokenizer())  # type: ignore[arg-type]
+        await prompt_inputs(request(prompt=prompt, add_special_tokens=False), FakeTokenizer())  # type: ignore[arg-type]
     assert info.value.param == "prompt"
 
 

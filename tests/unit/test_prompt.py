@@ -8,13 +8,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.chat.prompt import (
-    OFF_LOOP_CHARS,
     Prompt,
     open_think_block,
     render_prompt,
     render_prompt_async,
     template_tool_call,
 )
+from app.encode import OFF_LOOP_CHARS
 from app.schemas.chat import ChatCompletionRequest
 
 
