@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.chat.normalize import clean_text, normalize
-from app.chat.prompt import render_prompt
+from app.chat.prompt import render_text
 from app.chat.tools import plan_tools
 from app.errors import GatewayError
 from app.schemas.chat import ChatCompletionRequest
@@ -52,16 +52,14 @@ def _chat_ids(gateway: Gateway, body: TokenizeRequest) -> list[int]:
     )
     normalized = normalize(request, gateway.defaults)
     tokenizer = gateway.engine.tokenizer
-    prompt = render_prompt(
+    text = render_text(
         tokenizer,
         normalized.request,
         normalized.template_kwargs,
         plan_tools(normalized.request).template_tools,
         add_generation_prompt=body.add_generation_prompt,
     )
-    if body.add_special_tokens:
-        return tokenizer.encode(prompt.text, add_special_tokens=True)
-    return prompt.token_ids
+    return tokenizer.encode(text, add_special_tokens=bool(body.add_special_tokens))
 
 
 def detokenize(gateway: Gateway, body: DetokenizeRequest) -> dict[str, Any]:

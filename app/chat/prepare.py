@@ -14,7 +14,7 @@ import time
 import uuid
 
 from app.chat.normalize import Defaults, normalize
-from app.chat.prompt import open_think_block, render_prompt_async
+from app.chat.prompt import open_think_block, render_prompt
 from app.chat.sampling import build_sampling_params, completion_budget
 from app.chat.service import ChatJob, ReasoningMode
 from app.chat.tools import plan_tools
@@ -67,7 +67,7 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
     engine = gateway.engine
     tools = plan_tools(request)
     constraint = tools.constraint or requested_constraint(request)
-    prompt = await render_prompt_async(
+    prompt = await render_prompt(
         engine.tokenizer, request, normalized.template_kwargs, tools.template_tools
     )
     # Constrained output with thinking asked for: think first, then the constrained answer.

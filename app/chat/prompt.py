@@ -86,28 +86,13 @@ def render_text(
     return text
 
 
-def render_prompt(
-    tokenizer: Tokenizer,
-    request: ChatCompletionRequest,
-    template_kwargs: dict[str, Any],
-    tools: list[dict[str, Any]] | None = None,
-    *,
-    add_generation_prompt: bool = True,
-) -> Prompt:
-    """Apply the chat template and tokenize, here and now (see `render_prompt_async`)."""
-    text = render_text(
-        tokenizer, request, template_kwargs, tools, add_generation_prompt=add_generation_prompt
-    )
-    return Prompt(text=text, token_ids=tokenizer.encode(text, add_special_tokens=False))
-
-
-async def render_prompt_async(
+async def render_prompt(
     tokenizer: Tokenizer,
     request: ChatCompletionRequest,
     template_kwargs: dict[str, Any],
     tools: list[dict[str, Any]] | None = None,
 ) -> Prompt:
-    """`render_prompt` for the serving path: a long prompt is tokenized off the event loop
+    """Apply the chat template and tokenize; a long prompt is tokenized off the event loop
     (`app.encode`)."""
     text = render_text(tokenizer, request, template_kwargs, tools)
     return Prompt(text=text, token_ids=await encode(tokenizer, text))

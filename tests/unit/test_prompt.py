@@ -11,7 +11,7 @@ from app.chat.prompt import (
     Prompt,
     open_think_block,
     render_prompt,
-    render_prompt_async,
+    render_text,
     template_tool_call,
 )
 from app.encode import OFF_LOOP_CHARS
@@ -79,9 +79,8 @@ async def test_a_long_prompt_is_tokenized_off_the_event_loop() -> None:
     short = _request("hi")
     long = _request("x" * OFF_LOOP_CHARS)
     for request in (short, long):
-        got = await render_prompt_async(tok, request, {})  # type: ignore[arg-type]
-        assert got == render_prompt(tok, request, {})  # type: ignore[arg-type]
-    loop_thread = threading.current_thread().name
-    # short: async then sync, both on the loop; long: the encode thread, then sync inline
-    assert tok.threads[0] == tok.threads[1] == loop_thread
-    assert tok.threads[2].startswith("encode") and tok.threads[3] == loop_thread
+        got = await render_prompt(tok, request, {})  # type: ignore[arg-type]
+        text = render_text(tok, request, {})  # type: ignore[arg-type]
+        assert got == Prompt(text, [ord(c) for c in text])
+    assert tok.threads[0] == threading.current_thread().name  # short: inline
+    assert tok.threads[1].startswith("encode")  # long: the encode thread
