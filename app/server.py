@@ -17,6 +17,7 @@ from app.lifecycle import Lifecycle
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
+    from starlette.datastructures import State
 
     from app.settings import Settings
 
@@ -27,18 +28,11 @@ ENGINE_PROBE_TIMEOUT = 2.0
 
 
 class GatewayServer(uvicorn.Server):
-    def __init__(
-        self,
-        config: uvicorn.Config,
-        lifecycle: Lifecycle,
-        drain_timeout: float,
-        engine_responds: Callable[[float], Awaitable[bool]] | None = None,
-    ) -> None:
+    def __init__(self, config: uvicorn.Config, app_state: State, drain_timeout: float) -> None:
         super().__init__(config)
-        self.lifecycle = lifecycle
+        self.app_state = app_state
+        self.lifecycle: Lifecycle = app_state.lifecycle
         self.drain_timeout = drain_timeout
-        # An HTTP worker's way to tell "stop" from "the engine is gone" on SIGTERM.
-        self.engine_responds = engine_responds
         self._drain_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -65,10 +59,15 @@ class GatewayServer(uvicorn.Server):
     async def _drain(self) -> None:
         timeout = self.drain_timeout
         self.lifecycle.draining = True  # no new requests while the engine is asked
+        # An HTTP worker's lifespan sets this probe: its way to tell "stop" from "the
+        # engine is gone" on SIGTERM (its engine client can't watch the engine core).
+        responds: Callable[[float], Awaitable[bool]] | None = getattr(
+            self.app_state, "engine_responds", None
+        )
         if (
             self.lifecycle.in_flight
-            and self.engine_responds is not None
-            and not await self.engine_responds(ENGINE_PROBE_TIMEOUT)
+            and responds is not None
+            and not await responds(ENGINE_PROBE_TIMEOUT)
         ):
             logger.error("SIGTERM and the engine does not answer: ending in-flight requests")
             timeout = 0.0
@@ -102,15 +101,9 @@ def serve_app(app: FastAPI, settings: Settings, sock: socket.socket | None = Non
         # connection first races the client's next request on it.
         timeout_keep_alive=75,
     )
-    lifecycle = app.state.lifecycle
-
-    async def engine_responds(timeout: float) -> bool:
-        probe = getattr(app.state, "engine_responds", None)  # set by HTTP workers' lifespan
-        return True if probe is None else bool(await probe(timeout))
-
-    server = GatewayServer(config, lifecycle, settings.drain_timeout, engine_responds)
+    server = GatewayServer(config, app.state, settings.drain_timeout)
     app.state.request_exit = server.request_exit
     server.run(sockets=[sock] if sock is not None else None)
-    if lifecycle.exit_code is not None:
-        return int(lifecycle.exit_code)
+    if server.lifecycle.exit_code is not None:
+        return int(server.lifecycle.exit_code)
     return 0 if server.started else 1
