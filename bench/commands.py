@@ -21,7 +21,7 @@ from bench.profiles import (
     hardware_name,
 )
 from bench.servers import ServerProcess, post_json
-from bench.sse import sse_events
+from bench.sse import first_delta, has_text, sse_events
 
 
 def ensure_model(args: argparse.Namespace, profile: Profile) -> str:
@@ -183,20 +183,11 @@ def probe(server: ServerProcess, model: str, out_len: int = 16) -> dict[str, Any
         conn.request("POST", "/v1/chat/completions", payload, {"Content-Type": "application/json"})
         res = conn.getresponse()
         chunks = list(sse_events(res, start))
-        first = chunks[0][1] if chunks else {}
-        delta = (first.get("choices") or [{}])[0].get("delta", {})
-        first_text_t = next(
-            (
-                t
-                for t, c in chunks
-                if (c.get("choices") or [{}])[0].get("delta", {}).get("content")
-                or (c.get("choices") or [{}])[0].get("delta", {}).get("reasoning_content")
-            ),
-            None,
-        )
+        delta = (first_delta(chunks[0][1]) if chunks else None) or {}
+        first_text_t = next((t for t, c in chunks if has_text(first_delta(c))), None)
         info["stream_chunks"] = len(chunks)
         info["first_chunk_delta"] = delta
-        info["first_chunk_has_text"] = bool(delta.get("content") or delta.get("reasoning_content"))
+        info["first_chunk_has_text"] = has_text(delta)
         info["first_chunk_ms"] = round(chunks[0][0] * 1000, 2) if chunks else None
         info["first_text_chunk_ms"] = (
             None if first_text_t is None else round(first_text_t * 1000, 2)

@@ -17,7 +17,7 @@ import statistics
 import time
 from typing import Any
 
-from bench.sse import sse_events
+from bench.sse import first_delta, has_text, sse_events
 
 
 def random_prompts(tokenizer_path: str, input_len: int, count: int, seed: int) -> list[str]:
@@ -46,12 +46,11 @@ def timed_stream(port: int, body: dict[str, Any]) -> tuple[float | None, float |
             {"Content-Type": "application/json"},
         )
         for now, event in sse_events(conn.getresponse(), start):
-            choices = event.get("choices") or []
-            if not choices:
+            delta = first_delta(event)
+            if delta is None:
                 continue
             first = now if first is None else first
-            delta = choices[0].get("delta") or {}
-            if delta.get("content") or delta.get("reasoning_content"):
+            if has_text(delta):
                 first_text = now
                 break
     finally:

@@ -28,3 +28,14 @@ def sse_events(
             if frame.startswith(b"data: {"):
                 with contextlib.suppress(ValueError):
                     yield now, json.loads(frame[6:])
+
+
+def first_delta(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The first choice's delta of a stream chunk; None for a chunk without choices."""
+    choices = event.get("choices") or []
+    return (choices[0].get("delta") or {}) if choices else None
+
+
+def has_text(delta: dict[str, Any] | None) -> bool:
+    """Whether a delta carries generated text (answer or reasoning)."""
+    return bool(delta and (delta.get("content") or delta.get("reasoning_content")))

@@ -16,6 +16,7 @@ from bench.options import build_parser
 from bench.procfs import current_core, read_status_kib, rss_kib
 from bench.profiles import profile_from_args
 from bench.report_data import cpu_per_token
+from bench.sse import first_delta, has_text
 
 
 def test_favour_client_writes_the_nice(tmp_path: Path) -> None:
@@ -157,3 +158,12 @@ def test_procfs_reads_this_process() -> None:
     core = current_core(os.getpid())
     assert core is not None and 0 <= core < (os.cpu_count() or 1)
     assert read_status_kib(2**22 + 1, "VmRSS") is None  # no such pid
+
+
+def test_first_delta_and_has_text() -> None:
+    assert first_delta({"choices": []}) is None  # the usage chunk
+    role = first_delta({"choices": [{"delta": {"role": "assistant", "content": ""}}]})
+    assert role == {"role": "assistant", "content": ""} and not has_text(role)
+    assert has_text(first_delta({"choices": [{"delta": {"reasoning_content": "hm"}}]}))
+    assert has_text(first_delta({"choices": [{"delta": {"content": "a"}}]}))
+    assert not has_text(None)
