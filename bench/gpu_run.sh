@@ -8,7 +8,10 @@
 # Before it: bash ../shared/gpu/stage.sh here, then one device call per part
 # (carry [".gpu/partN"], `mkdir -p /root/stage && cp -r .gpu/partN/. /root/stage/`);
 # this script copies the part it is carried with (any .gpu/part*) itself. Wheels the
-# image lacks (orjson) travel in .whl/ (bench/gpu_wheels.sh fetches them).
+# image lacks travel in .whl/ (`pip download orjson==<lock's> --no-deps --only-binary
+# :all: --platform manylinux2014_x86_64 --python-version 3.12 -d .whl`; py-spy the same
+# way for `bench.profile`, whose binary lands in /tmp/site/bin). A call carries at most
+# 64 MiB: the last part (58.7 MiB) leaves room for orjson, not for py-spy (2.9 MiB).
 #
 # Knobs (environment): BENCH_BUDGET_S (seconds the whole script may take, default 560),
 # BENCH_ARGS (extra bench.run flags), MODEL_DIR, SKIP_INSTALL=1, DRY_RUN=1 (local test:
@@ -58,7 +61,7 @@ export VLLM_USE_FLASHINFER_SAMPLER=0
 if [ -z "${DRY_RUN:-}" ] && ls .whl/*.whl >/dev/null 2>&1; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || { say "wheel install failed"; exit 4; }
-  export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/tmp/site
+  export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/tmp/site PATH=$PATH:/tmp/site/bin
 fi
 say "imports"
 "$PY" - <<'EOF' || { say "imports failed"; exit 5; }

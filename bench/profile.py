@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import os
 import re
@@ -77,13 +78,43 @@ def bucket_of(path: str, func: str) -> str:
     return "other Python (stdlib etc.)"
 
 
-def summarize(raw: Path) -> dict[str, Any]:
+def split_processes(raw: Path) -> dict[str, list[str]]:
+    """`py-spy --subprocesses` roots every stack in `process PID:"cmdline"` frames (parent
+    first): the raw lines of each sampled process, keyed by its innermost such frame."""
+    out: dict[str, list[str]] = collections.defaultdict(list)
+    for line in raw.read_text(errors="replace").splitlines():
+        frames = line.split(";")
+        n = 0
+        while n < len(frames) - 1 and frames[n].startswith("process "):
+            n += 1
+        key = frames[n - 1][len("process ") :][:120] if n else "main"
+        out[key].append(";".join(frames[n:]))
+    return dict(out)
+
+
+def summarize_processes(raw: Path) -> dict[str, Any]:
+    """Per-process summaries (largest first) of a `--subprocesses` recording."""
+    per = split_processes(raw)
+    total = sum(_samples(lines) for lines in per.values()) or 1
+    ranked = sorted(per.items(), key=lambda kv: -_samples(kv[1]))
+    return {
+        key: {"share_pct": round(100.0 * _samples(lines) / total, 1), **summarize(lines)}
+        for key, lines in ranked
+    }
+
+
+def _samples(lines: list[str]) -> int:
+    return sum(int(c) for c in (ln.rpartition(" ")[2] for ln in lines) if c.isdigit())
+
+
+def summarize(raw: Path | list[str]) -> dict[str, Any]:
+    lines = raw.read_text(errors="replace").splitlines() if isinstance(raw, Path) else raw
     leaf: collections.Counter[str] = collections.Counter()
     app_self: collections.Counter[str] = collections.Counter()
     app_incl: collections.Counter[str] = collections.Counter()
     top_leaf: collections.Counter[str] = collections.Counter()
     total = 0
-    for line in raw.read_text(errors="replace").splitlines():
+    for line in lines:
         stack, _, count_s = line.rpartition(" ")
         if not stack or not count_s.isdigit():
             continue
@@ -141,6 +172,12 @@ def main(argv: list[str] | None = None) -> int:
         default=True,
         help="sample only threads holding the GIL (on-CPU Python; default on)",
     )
+    p.add_argument(
+        "--subprocesses",
+        action="store_true",
+        help="record the server's child processes too (HTTP workers, engine core); "
+        "summarized per process",
+    )
     args = p.parse_args(argv)
     py_spy = shutil.which("py-spy") or str(Path(args.python).parent / "py-spy")
     if not Path(py_spy).exists():
@@ -178,20 +215,25 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(args.warmup_s)
         tokens0 = _tokens_from_metrics(args.port)
         cpu0, eng0 = server.cpu_seconds()
+        per0 = cpu_by_process(server.proc.pid) if server.proc else {}
         t0 = time.monotonic()
         raw = out / "py-spy.txt"
         subprocess.run(
             [py_spy, "record", "--pid", str(server.proc.pid if server.proc else 0),
              "--duration", str(args.seconds), "--rate", str(args.rate), "--format", "raw",
-             "--nonblocking", "--output", str(raw), *(["--gil"] if args.gil else [])],
+             "--nonblocking", "--output", str(raw), *(["--gil"] if args.gil else []),
+             *(["--subprocesses"] if args.subprocesses else [])],
             check=False, timeout=args.seconds + 60,
         )  # fmt: skip
         cpu1, eng1 = server.cpu_seconds()
         wall = time.monotonic() - t0
+        per1 = cpu_by_process(server.proc.pid) if server.proc else {}
         tokens1 = _tokens_from_metrics(args.port)
         tokens = None if tokens0 is None or tokens1 is None else tokens1 - tokens0
         api_cpu = None if cpu0 is None or cpu1 is None else cpu1 - cpu0
         summary = summarize(raw) if raw.exists() else {}
+        if args.subprocesses and raw.exists():
+            summary["processes"] = summarize_processes(raw)
         summary.update(
             server=args.server,
             concurrency=args.concurrency,
@@ -207,6 +249,11 @@ def main(argv: list[str] | None = None) -> int:
             if not tokens or api_cpu is None
             else round(api_cpu / tokens * 1e6, 1),
             loadavg=os.getloadavg(),
+            cpu_util_by_process={
+                f"{pid} {cmd}": round((cpu - per0[pid][1]) / wall, 2)
+                for pid, (cmd, cpu) in per1.items()
+                if pid in per0
+            },
         )  # fmt: skip
         (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
         print(json.dumps(summary, indent=1))
@@ -217,6 +264,22 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
         stop_all()
     return 0
+
+
+def cpu_by_process(pid: int) -> dict[int, tuple[str, float]]:
+    """CPU seconds so far of `pid` and each descendant, with its command line."""
+    try:
+        import psutil
+
+        root = psutil.Process(pid)
+        out: dict[int, tuple[str, float]] = {}
+        for proc in [root, *root.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                t = proc.cpu_times()
+                out[proc.pid] = (" ".join(proc.cmdline())[:120], t.user + t.system)
+        return out
+    except Exception:
+        return {}
 
 
 def _tokens_from_metrics(port: int) -> float | None:

@@ -14,6 +14,7 @@ from bench.client import build_plan, on_end, on_start
 from bench.machine import autogroup_nice, favour_client, favoured_client
 from bench.options import build_parser
 from bench.procfs import current_core, read_status_kib, rss_kib
+from bench.profile import split_processes, summarize_processes
 from bench.profiles import profile_from_args
 from bench.report_data import cpu_per_token
 from bench.sse import first_delta, has_text
@@ -167,3 +168,17 @@ def test_first_delta_and_has_text() -> None:
     assert has_text(first_delta({"choices": [{"delta": {"reasoning_content": "hm"}}]}))
     assert has_text(first_delta({"choices": [{"delta": {"content": "a"}}]}))
     assert not has_text(None)
+
+
+def test_profile_splits_a_subprocess_recording_by_process(tmp_path: Path) -> None:
+    raw = tmp_path / "py-spy.txt"
+    raw.write_text(
+        'process 1:"launcher";main (a.py:1);idle (a.py:2) 1\n'
+        'process 1:"launcher";process 7:"worker";serve (app/x.py:3);send (uvicorn/p.py:9) 3\n'
+    )
+    per = summarize_processes(raw)
+    assert list(per) == ['7:"worker"', '1:"launcher"']  # largest first
+    assert per['7:"worker"']["share_pct"] == 75.0
+    assert per['7:"worker"']["samples"] == 3
+    assert per['7:"worker"']["app_inclusive_pct"] == {"serve (app/x.py)": 100.0}
+    assert split_processes(raw)['1:"launcher"'] == ["main (a.py:1);idle (a.py:2) 1"]
