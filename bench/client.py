@@ -90,6 +90,11 @@ def on_end(run: dict[str, Any], event: Event, server: CpuMeter, results_dir: Pat
     run["loadavg_after"] = event.get("loadavg")
     run["wall_s"] = event.get("wall_s")
     run["client_ok"] = event.get("ok")
+    cpu, busy = event.get("client_cpu_s"), event.get("client_busy_wall_s")
+    if cpu is not None and busy:
+        # the client's own CPU while it sent requests: near 1.0, it is the limit
+        run["client_cpu_s"] = cpu
+        run["client_cpu_util"] = round(cpu / busy, 2)
     _cpu_use(run, server)
     tag = event.get("tag", "")
     result_path = results_dir / (tag + ".json")

@@ -14,6 +14,7 @@ The client first raises its session's CPU weight (`bench.machine.favour_client`)
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
@@ -47,8 +48,32 @@ def _loadavg() -> list[float]:
         return []
 
 
+def _meter_benchmark(serve_module: Any, usage: dict[str, float]) -> None:
+    """Wrap `vllm.benchmarks.serve.benchmark` (the coroutine that sends the requests,
+    warm-ups included, after the prompts are made) to put the client's own CPU seconds and
+    wall seconds in it into `usage`: whether the client, not the server, was the limit."""
+    inner = getattr(serve_module, "benchmark", None)
+    if inner is None or not inspect.iscoroutinefunction(inner):
+        return
+
+    async def benchmark(*args: Any, **kwargs: Any) -> Any:
+        cpu0, wall0, usage["since"] = time.process_time(), time.monotonic(), time.time()
+        try:
+            return await inner(*args, **kwargs)
+        finally:
+            usage["cpu_s"] = round(time.process_time() - cpu0, 2)
+            usage["wall_s"] = round(time.monotonic() - wall0, 2)
+            usage["until"] = time.time()
+
+    serve_module.benchmark = benchmark
+
+
 def run_plan(plan_path: str, stop_at: float | None) -> int:
-    from vllm.benchmarks.serve import main as bench_main
+    import vllm.benchmarks.serve as serve_module
+
+    bench_main = serve_module.main
+    usage: dict[str, float] = {}
+    _meter_benchmark(serve_module, usage)
 
     with open(plan_path, encoding="utf-8") as fh:
         plan = json.load(fh)
@@ -61,6 +86,7 @@ def run_plan(plan_path: str, stop_at: float | None) -> int:
             continue
         _event(event="start", tag=tag, loadavg=_loadavg(), time=time.time())
         start = time.monotonic()
+        usage.clear()
         ok = True
         try:
             bench_main(parser.parse_args(item["argv"]))
@@ -77,6 +103,9 @@ def run_plan(plan_path: str, stop_at: float | None) -> int:
             ok=ok,
             wall_s=round(time.monotonic() - start, 2),
             loadavg=_loadavg(),
+            client_cpu_s=usage.get("cpu_s"),
+            client_busy_wall_s=usage.get("wall_s"),
+            client_busy_span=[usage.get("since"), usage.get("until")],
         )
     return 1 if failures else 0
 
