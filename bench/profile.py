@@ -161,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--workload", default="128x64")
     p.add_argument("--seconds", type=int, default=30)
+    p.add_argument("--prompts", type=int, default=None, help="default: max(2000, 40 x conc)")
     p.add_argument("--warmup-s", type=int, default=25, help="load before recording starts")
     p.add_argument("--rate", type=int, default=100, help="py-spy samples per second")
     p.add_argument("--port", type=int, default=18471)
@@ -202,8 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         server.start()
         print(f"profile: {args.server} ready after {server.wait_ready(900):.0f} s", flush=True)
-        # enough prompts to outlast warm-up + recording at any plausible rate
-        prompts = max(2000, args.concurrency * 40)
+        # outlast warm-up + recording (made first: 10k 1024-token prompts take a minute)
+        prompts = args.prompts or max(2000, args.concurrency * 40)
         argv_c = client_argv(
             args.python, model, args.port, (i, o), args.concurrency, prompts, 0, 0,
             prof.sampling, out, "bench.json",

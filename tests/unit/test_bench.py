@@ -3,14 +3,18 @@ records, and the report's front-end CPU table."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
 import json
 import os
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.client import build_plan, on_end, on_start
+from bench.client_limit import _end_event, busy_share
 from bench.machine import autogroup_nice, favour_client, favoured_client
 from bench.options import build_parser
 from bench.procfs import current_core, read_status_kib, rss_kib
@@ -18,6 +22,7 @@ from bench.profile import split_processes, summarize_processes
 from bench.profiles import profile_from_args
 from bench.report_data import cpu_per_token
 from bench.sse import first_delta, has_text
+from bench.vllm_bench import _meter_benchmark
 
 
 def test_favour_client_writes_the_nice(tmp_path: Path) -> None:
@@ -182,3 +187,56 @@ def test_profile_splits_a_subprocess_recording_by_process(tmp_path: Path) -> Non
     assert per['7:"worker"']["samples"] == 3
     assert per['7:"worker"']["app_inclusive_pct"] == {"serve (app/x.py)": 100.0}
     assert split_processes(raw)['1:"launcher"'] == ["main (a.py:1);idle (a.py:2) 1"]
+
+
+def test_busy_share_averages_the_samples_inside_the_span(tmp_path: Path) -> None:
+    smi = tmp_path / "gpu-util.txt"
+    smi.write_text(
+        "2026/11/30 12:00:00.000, 10 %\n"
+        "2026/11/30 12:00:01.000, 80 %\n"
+        "2026/11/30 12:00:02.000, 60 %\n"
+        "[Unknown Error]\n"
+    )
+    t0 = dt.datetime(2026, 11, 30, 12, 0, 0).timestamp()
+    assert busy_share(smi, t0 + 0.5, t0 + 2.5) == 70.0
+    assert busy_share(smi, t0 + 5, t0 + 6) is None
+    assert busy_share(tmp_path / "missing.txt", t0, t0 + 1) is None
+
+
+def test_end_event_is_the_clients_last_end_line(tmp_path: Path) -> None:
+    log = tmp_path / "client.log"
+    log.write_bytes(
+        b'@@bench {"event": "start", "tag": "a"}\nnoise\n'
+        b'@@bench {"event": "end", "tag": "a", "ok": true, "client_cpu_s": 1.5}\ntrailer\n'
+    )
+    assert _end_event(log)["client_cpu_s"] == 1.5
+    log.write_bytes(b"crashed before any event\n")
+    assert _end_event(log) == {}
+
+
+def test_meter_benchmark_records_the_clients_cpu_and_span() -> None:
+    async def benchmark(x: int) -> int:
+        return x + 1
+
+    module = types.SimpleNamespace(benchmark=benchmark)
+    usage: dict[str, float] = {}
+    _meter_benchmark(module, usage)
+    assert module.benchmark is not benchmark
+    assert asyncio.run(module.benchmark(1)) == 2
+    assert set(usage) == {"cpu_s", "wall_s", "since", "until"}
+    assert usage["since"] <= usage["until"]
+    plain = types.SimpleNamespace(benchmark=len)  # not a coroutine function: left alone
+    _meter_benchmark(plain, usage)
+    assert plain.benchmark is len
+
+
+def test_on_end_records_the_clients_cpu_share(tmp_path: Path) -> None:
+    run: dict[str, Any] = {"num_prompts": 4, "num_warmups": 0, "output_len": 8}
+
+    class Meter:
+        def cpu_seconds(self) -> tuple[float | None, float | None]:
+            return None, None
+
+    event = {"tag": "t", "ok": False, "client_cpu_s": 3.0, "client_busy_wall_s": 4.0}
+    on_end(run, event, Meter(), tmp_path)
+    assert run["client_cpu_util"] == 0.75 and run["client_cpu_s"] == 3.0
