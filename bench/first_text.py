@@ -32,11 +32,14 @@ def random_prompts(tokenizer_path: str, input_len: int, count: int, seed: int) -
     ]
 
 
-def timed_stream(port: int, body: dict[str, Any]) -> tuple[float | None, float | None]:
-    """(first chunk with choices, first chunk with text) in seconds from sending."""
+def timed_stream(port: int, body: dict[str, Any]) -> tuple[float | None, float | None, bool]:
+    """(first chunk with choices, first chunk with text) in seconds from sending, and
+    whether that first chunk had the text; ValueError with the server's answer when it is
+    not a 200. (Two chunks read at once share a time: hence the flag.)"""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     first: float | None = None
     first_text: float | None = None
+    first_has_text = False
     try:
         start = time.perf_counter()
         conn.request(
@@ -45,17 +48,22 @@ def timed_stream(port: int, body: dict[str, Any]) -> tuple[float | None, float |
             json.dumps(body).encode(),
             {"Content-Type": "application/json"},
         )
-        for now, event in sse_events(conn.getresponse(), start):
+        response = conn.getresponse()
+        if response.status != 200:
+            answer = response.read(300).decode(errors="replace")
+            raise ValueError(f"HTTP {response.status}: {answer}")
+        for now, event in sse_events(response, start):
             delta = first_delta(event)
             if delta is None:
                 continue
-            first = now if first is None else first
+            if first is None:
+                first, first_has_text = now, has_text(delta)
             if has_text(delta):
                 first_text = now
                 break
     finally:
         conn.close()
-    return first, first_text
+    return first, first_text, first_has_text
 
 
 def first_text_probe(
@@ -69,6 +77,7 @@ def first_text_probe(
     firsts: list[float] = []
     texts: list[float] = []
     with_text = 0
+    errors: list[str] = []
     for prompt in prompts:
         body = {
             "model": model,
@@ -78,15 +87,21 @@ def first_text_probe(
             "stream": True,
             **sampling,
         }
-        first, first_text = timed_stream(port, body)
+        try:
+            first, first_text, first_has_text = timed_stream(port, body)
+        except ValueError as exc:
+            errors.append(str(exc))
+            continue
         if first is None or first_text is None:
             continue
         firsts.append(first * 1000)
         texts.append(first_text * 1000)
-        with_text += first_text == first
+        with_text += first_has_text
+    failed = {"failed": len(errors), "first_error": errors[0]} if errors else {}
     if not firsts:
-        return {"requests": 0}
+        return {"requests": 0, **failed}
     return {
+        **failed,
         "requests": len(firsts),
         "first_chunk_ms_p50": round(statistics.median(firsts), 2),
         "first_text_ms_p50": round(statistics.median(texts), 2),

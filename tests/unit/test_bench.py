@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import http.server
 import json
 import os
+import threading
 import types
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import pytest
 
 from bench.client import build_plan, on_end, on_start
 from bench.client_limit import _end_event, busy_share
+from bench.first_text import first_text_probe
 from bench.machine import autogroup_nice, favour_client, favoured_client
 from bench.options import build_parser
 from bench.procfs import current_core, read_status_kib, rss_kib
@@ -240,3 +243,40 @@ def test_on_end_records_the_clients_cpu_share(tmp_path: Path) -> None:
     event = {"tag": "t", "ok": False, "client_cpu_s": 3.0, "client_busy_wall_s": 4.0}
     on_end(run, event, Meter(), tmp_path)
     assert run["client_cpu_util"] == 0.75 and run["client_cpu_s"] == 3.0
+
+
+class _SseHandler(http.server.BaseHTTPRequestHandler):
+    """A stand-in server: a role chunk, then text; a 400 for the prompt "bad"."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if body["messages"][0]["content"] == "bad":
+            payload = b'{"error": {"message": "too long"}}'
+            self.send_response(400)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for delta in ({"role": "assistant", "content": ""}, {"content": "hi"}):
+            self.wfile.write(b"data: " + json.dumps({"choices": [{"delta": delta}]}).encode())
+            self.wfile.write(b"\n\n")
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_first_text_probe_counts_refused_requests() -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SseHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        out = first_text_probe(server.server_address[1], "m", ["a", "bad", "b"], 4, {})
+    finally:
+        server.shutdown()
+    assert out["requests"] == 2 and out["failed"] == 1
+    assert out["first_error"].startswith("HTTP 400: ") and "too long" in out["first_error"]
+    assert out["first_chunk_has_text_share"] == 0.0  # the role chunk came first
+    assert out["first_text_ms_p50"] >= out["first_chunk_ms_p50"]
