@@ -95,11 +95,17 @@ def appendix(data: dict[str, Any]) -> list[str]:
     add("## Per-run numbers")
     add("")
     add(
+        "'client CPU': the benchmark client's own CPU use (cores) while it sent the run's "
+        "requests, vLLM's ready check included; near 1.0 the client, not the server, may be "
+        "what was measured ('–': runs recorded before the harness measured it)."
+    )
+    add("")
+    add(
         "| server | round | workload | conc | prompts | req/s | out tok/s | TTFT p50 | TTFT p99 "
         "| TPOT p50 | ITL p50 | failed | API-server CPU s | µs/token | engine CPU s "
-        "| load before → after |"
+        "| client CPU | load before → after |"
     )
-    add("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    add("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for run in sorted(
         data["runs"], key=lambda r: (r["workload"], r["concurrency"], r["round"], r["server"])
     ):
@@ -116,6 +122,7 @@ def appendix(data: dict[str, Any]) -> list[str]:
             f"{fmt(run.get('api_server_cpu_s'), '{:.1f}')} | "
             f"{fmt(run.get('api_server_cpu_us_per_token'), '{:.0f}')} | "
             f"{fmt(run.get('engine_procs_cpu_s'), '{:.1f}')} | "
+            f"{fmt(run.get('client_cpu_util'), '{:.2f}')} | "
             f"{run.get('loadavg_before')} → {run.get('loadavg_after')} |"
         )
     add("")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import openai
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -136,6 +137,12 @@ def gateway(
         yield live
     finally:
         stop(proc)
+
+
+@pytest.fixture(scope="session")
+def client(gateway: LiveGateway) -> openai.OpenAI:
+    """The openai SDK against the session's gateway (no retries: failures show)."""
+    return openai.OpenAI(base_url=gateway.v1, api_key="EMPTY", max_retries=0, timeout=120)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

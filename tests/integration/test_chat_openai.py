@@ -9,11 +9,6 @@ from tests.integration.conftest import LiveGateway
 
 
 @pytest.fixture(scope="module")
-def client(gateway: LiveGateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.v1, api_key="EMPTY", max_retries=0, timeout=120)
-
-
-@pytest.fixture(scope="module")
 def aclient(gateway: LiveGateway) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=gateway.v1, api_key="EMPTY", max_retries=0, timeout=120)
 

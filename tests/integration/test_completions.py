@@ -14,11 +14,6 @@ from tests.integration.test_metrics import scrape, total
 from tests.openapi_schema import validate_schema
 
 
-@pytest.fixture(scope="module")
-def client(gateway: LiveGateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.v1, api_key="EMPTY", max_retries=0, timeout=120)
-
-
 def post(gateway: LiveGateway, path: str, payload: dict[str, Any]) -> httpx.Response:
     return httpx.post(gateway.base_url + path, json=payload, timeout=120)
 

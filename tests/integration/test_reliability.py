@@ -18,65 +18,11 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.conftest import LiveGateway, server_env, start_gateway, stop
+from tests.integration.live_helpers import HI, StreamReader, long_stream, metric, wait_for
 
-HI = [{"role": "user", "content": "hi"}]
 KEYS = ("key-one", "key-two")
-
-
-def metric(gateway: LiveGateway, name: str, headers: dict[str, str] | None = None) -> float:
-    text = httpx.get(gateway.base_url + "/metrics", headers=headers, timeout=10).text
-    total = 0.0
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name:
-                total += sample.value
-    return total
-
-
-def wait_for(predicate, timeout: float, step: float = 0.05) -> float:  # type: ignore[no-untyped-def]
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if predicate():
-            return time.monotonic() - start
-        time.sleep(step)
-    raise AssertionError(f"condition not met within {timeout}s")
-
-
-def long_stream(
-    gateway: LiveGateway, max_tokens: int, headers: dict[str, str] | None = None
-) -> dict[str, object]:
-    return {
-        "method": "POST",
-        "url": gateway.v1 + "/chat/completions",
-        "json": {"messages": HI, "max_tokens": max_tokens, "ignore_eos": True, "stream": True},
-        "headers": headers or {},
-        "timeout": 120,
-    }
-
-
-class StreamReader:
-    """One streaming request read in a background thread; `frames` holds its `data:`
-    payloads as they arrive (`[DONE]` included)."""
-
-    def __init__(
-        self, gateway: LiveGateway, max_tokens: int, headers: dict[str, str] | None = None
-    ) -> None:
-        self.frames: list[str] = []
-        self._request = long_stream(gateway, max_tokens, headers)
-        self._thread = threading.Thread(target=self._read)
-        self._thread.start()
-
-    def _read(self) -> None:
-        with httpx.stream(**self._request) as r:  # type: ignore[arg-type]
-            for line in r.iter_lines():
-                if line.startswith("data: "):
-                    self.frames.append(line[6:])
-
-    def join(self, timeout: float) -> None:
-        self._thread.join(timeout=timeout)
 
 
 # --- the shared gateway -----------------------------------------------------------

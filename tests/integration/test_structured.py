@@ -37,11 +37,6 @@ class Person(BaseModel):
 PERSON_SCHEMA = Person.model_json_schema()
 
 
-@pytest.fixture(scope="module")
-def client(gateway: LiveGateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=gateway.v1, api_key="EMPTY", max_retries=0, timeout=120)
-
-
 def chat(gateway: LiveGateway, **payload: Any) -> dict[str, Any]:
     body = {"model": gateway.model, "messages": ASK, **GREEDY, **payload}
     r = httpx.post(gateway.v1 + "/chat/completions", json=body, timeout=120)

@@ -20,7 +20,7 @@ from openai import AsyncOpenAI
 from prometheus_client.mmap_dict import MmapedDict
 
 from tests.integration.conftest import LiveGateway, server_env, start_gateway
-from tests.integration.test_reliability import StreamReader, metric, wait_for
+from tests.integration.live_helpers import StreamReader, metric, wait_for
 
 HI = [{"role": "user", "content": "hi"}]
 CHAT = "gateway_requests_total"
