@@ -143,6 +143,10 @@ def client_argv(
         "--result-filename",
         result_file,
     ]
+    if conc == 1:
+        # per-request TTFTs and ITLs in the run's own JSON (results.json keeps scalars):
+        # at c=1 the medians of a few dozen requests need their distribution beside them
+        argv.append("--save-detailed")
     for key, value in sampling.items():
         argv += ["--" + key.replace("_", "-"), str(value)]
     return argv

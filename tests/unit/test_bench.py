@@ -17,6 +17,7 @@ import pytest
 
 from bench.client import build_plan, on_end, on_start
 from bench.client_limit import _end_event, busy_share
+from bench.commands import client_argv, scalar_metrics
 from bench.first_text import first_text_probe
 from bench.machine import autogroup_nice, favour_client, favoured_client
 from bench.options import build_parser
@@ -280,3 +281,12 @@ def test_first_text_probe_counts_refused_requests() -> None:
     assert out["first_error"].startswith("HTTP 400: ") and "too long" in out["first_error"]
     assert out["first_chunk_has_text_share"] == 0.0  # the role chunk came first
     assert out["first_text_ms_p50"] >= out["first_chunk_ms_p50"]
+
+
+def test_client_saves_per_request_detail_only_at_concurrency_one(tmp_path: Path) -> None:
+    def argv(conc: int) -> list[str]:
+        return client_argv("py", "m", 1, (8, 4), conc, 4, 0, 0, {}, tmp_path, "r.json")
+
+    assert "--save-detailed" in argv(1)
+    assert "--save-detailed" not in argv(8)
+    assert scalar_metrics({"ttfts": [0.1], "median_ttft_ms": 1.0}) == {"median_ttft_ms": 1.0}
