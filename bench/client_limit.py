@@ -20,6 +20,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ def run_clients(
             args.python, model, args.port, (i, o), args.concurrency // k, args.prompts // k,
             0, args.seed + n, PROFILES[args.profile].sampling, out, tag + ".json",
         )  # fmt: skip
+        (out / f"{tag}.json").unlink(missing_ok=True)  # no stale result from an earlier call
         plan = out / f"plan-{tag}.json"
         plan.write_text(json.dumps([{"tag": tag, "argv": argv[3:]}]))
         log = open(out / f"client-{tag}.log", "wb")  # noqa: SIM115 - closed below
@@ -48,8 +50,13 @@ def run_clients(
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         procs.append((tag, log, proc))
     runs = []
+    deadline = time.monotonic() + args.timeout_s
     for tag, log, proc in procs:
-        proc.wait(args.timeout_s)
+        try:
+            proc.wait(max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:  # counted as failed (no end event, no result)
+            proc.kill()
+            proc.wait(10)
         log.close()
         end = _end_event(out / f"client-{tag}.log")
         result_path = out / f"{tag}.json"
