@@ -26,7 +26,7 @@ from bench.report_data import (
     runs_by_key,
     summarize,
 )
-from bench.report_goals import goal_checks
+from bench.report_goals import bandwidth_table, goal_checks
 from bench.report_plots import plot
 
 
@@ -199,6 +199,7 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
         for goal, measured, met in checks:
             add(f"| {goal} | {measured} | {'yes' if met else '**no**'} |")
         add("")
+    lines.extend(bandwidth_table(hardware, rows))
     cpu_rows = cpu_per_token(data)
     if cpu_rows:
         add("## API-server CPU per output token")

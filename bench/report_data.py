@@ -29,7 +29,8 @@ def load(paths: Iterable[Path]) -> dict[str, Any]:
         backfill_engine_config(data, Path(path).parent)
         if merged is None:
             merged = data
-            merged["sources"] = [str(path)]
+            # a report's own JSON (already merged) keeps the runs' files it came from
+            merged["sources"] = data.get("sources") or [str(path)]
         else:
             for key in ("sessions", "runs"):
                 for item in data.get(key, []):

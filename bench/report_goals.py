@@ -10,6 +10,36 @@ from bench.report_data import (
     memory_rows,
 )
 
+H200_BANDWIDTH_LIMIT_TOK_S = {"1024x128": 38_500.0, "128x1024": 65_000.0}
+"""Issue 5's estimate of the output tokens/s an H200's memory bandwidth allows at these
+workloads (weights and KV cache read once per decode step)."""
+
+
+def bandwidth_table(hardware: str, rows: list[dict[str, Any]]) -> list[str]:
+    """Output tokens/s as a share of the memory-bandwidth limit (H200 reports only)."""
+    if "h200" not in hardware.lower():
+        return []
+    lines = [
+        "## Output tokens/s against the memory-bandwidth limit",
+        "",
+        "The issue's estimate of what an H200's memory bandwidth allows (weights and KV "
+        "cache read once per decode step): ≈38.5k output tokens/s at 1024/128, ≈65k at "
+        "128/1024. Medians over rounds.",
+        "",
+        "| workload | conc | limit tok/s | vllm serve tok/s | share | gateway tok/s | share |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        limit = H200_BANDWIDTH_LIMIT_TOK_S.get(r["workload"])
+        if limit is None:
+            continue
+        cells = [r["workload"], str(r["concurrency"]), f"{limit:,.0f}"]
+        for server in ("vllm", "gateway"):
+            tok_s = r[server]["output_throughput"]
+            cells += [fmt(tok_s, "{:,.0f}"), fmt(tok_s and 100 * tok_s / limit, "{:.0f}%")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""] if len(lines) > 6 else []
+
 
 def goal_checks(data: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[str, str, bool]]:
     """(goal, measured, met) for the profile's targets from the issue."""

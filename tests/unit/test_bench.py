@@ -1,32 +1,23 @@
-"""Pure parts of the benchmark harness: the client's scheduler weight, its plan and run
-records, and the report's front-end CPU table."""
+"""Pure parts of the benchmark harness: the client's scheduler weight, its plan, argv and
+run records, /proc readers, SSE reading (the report: test_bench_report.py; the measuring
+helpers: test_bench_probes.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import datetime as dt
-import http.server
 import json
 import os
-import threading
-import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.client import build_plan, on_end, on_start
-from bench.client_limit import _end_event, busy_share
 from bench.commands import client_argv, scalar_metrics
-from bench.first_text import first_text_probe
 from bench.machine import autogroup_nice, favour_client, favoured_client
 from bench.options import build_parser
 from bench.procfs import current_core, read_status_kib, rss_kib
-from bench.profile import split_processes, summarize_processes
 from bench.profiles import profile_from_args
-from bench.report_data import cpu_per_token
 from bench.sse import first_delta, has_text
-from bench.vllm_bench import _meter_benchmark
 
 
 def test_favour_client_writes_the_nice(tmp_path: Path) -> None:
@@ -81,34 +72,6 @@ def test_favour_client_takes_its_default_from_the_environment(
 
 def test_favour_client_without_autogroups_returns_none(tmp_path: Path) -> None:
     assert favour_client(-10, tmp_path / "missing" / "autogroup") is None
-
-
-def _data(counted: bool) -> dict[str, Any]:
-    run = {
-        "workload": "128x64",
-        "concurrency": 8,
-        "round": 1,
-        "api_server_cpu_us_per_token": 100.0,
-    }
-    gateway = {**run, "server": "gateway", "api_server_cpu_us_per_token": 5.0}
-    if counted:
-        gateway["cpu_counts_http_workers"] = True
-    return {
-        "workloads": ["128x64"],
-        "sessions": [
-            {"server": "vllm", "round": 1, "memory": {"api_workers": 0}},
-            {"server": "gateway", "round": 1, "memory": {"api_workers": 4}},
-        ],
-        "runs": [{**run, "server": "vllm"}, gateway],
-    }
-
-
-def test_cpu_per_token_leaves_out_worker_sessions_measured_without_workers() -> None:
-    assert cpu_per_token(_data(counted=False)) == [("128x64", 8, 100.0, None)]
-
-
-def test_cpu_per_token_keeps_worker_sessions_that_counted_them() -> None:
-    assert cpu_per_token(_data(counted=True)) == [("128x64", 8, 100.0, 5.0)]
 
 
 def test_build_plan_names_every_point_once(tmp_path: Path) -> None:
@@ -179,61 +142,6 @@ def test_first_delta_and_has_text() -> None:
     assert not has_text(None)
 
 
-def test_profile_splits_a_subprocess_recording_by_process(tmp_path: Path) -> None:
-    raw = tmp_path / "py-spy.txt"
-    raw.write_text(
-        'process 1:"launcher";main (a.py:1);idle (a.py:2) 1\n'
-        'process 1:"launcher";process 7:"worker";serve (app/x.py:3);send (uvicorn/p.py:9) 3\n'
-    )
-    per = summarize_processes(raw)
-    assert list(per) == ['7:"worker"', '1:"launcher"']  # largest first
-    assert per['7:"worker"']["share_pct"] == 75.0
-    assert per['7:"worker"']["samples"] == 3
-    assert per['7:"worker"']["app_inclusive_pct"] == {"serve (app/x.py)": 100.0}
-    assert split_processes(raw)['1:"launcher"'] == ["main (a.py:1);idle (a.py:2) 1"]
-
-
-def test_busy_share_averages_the_samples_inside_the_span(tmp_path: Path) -> None:
-    smi = tmp_path / "gpu-util.txt"
-    smi.write_text(
-        "2026/11/30 12:00:00.000, 10 %\n"
-        "2026/11/30 12:00:01.000, 80 %\n"
-        "2026/11/30 12:00:02.000, 60 %\n"
-        "[Unknown Error]\n"
-    )
-    t0 = dt.datetime(2026, 11, 30, 12, 0, 0).timestamp()
-    assert busy_share(smi, t0 + 0.5, t0 + 2.5) == 70.0
-    assert busy_share(smi, t0 + 5, t0 + 6) is None
-    assert busy_share(tmp_path / "missing.txt", t0, t0 + 1) is None
-
-
-def test_end_event_is_the_clients_last_end_line(tmp_path: Path) -> None:
-    log = tmp_path / "client.log"
-    log.write_bytes(
-        b'@@bench {"event": "start", "tag": "a"}\nnoise\n'
-        b'@@bench {"event": "end", "tag": "a", "ok": true, "client_cpu_s": 1.5}\ntrailer\n'
-    )
-    assert _end_event(log)["client_cpu_s"] == 1.5
-    log.write_bytes(b"crashed before any event\n")
-    assert _end_event(log) == {}
-
-
-def test_meter_benchmark_records_the_clients_cpu_and_span() -> None:
-    async def benchmark(x: int) -> int:
-        return x + 1
-
-    module = types.SimpleNamespace(benchmark=benchmark)
-    usage: dict[str, float] = {}
-    _meter_benchmark(module, usage)
-    assert module.benchmark is not benchmark
-    assert asyncio.run(module.benchmark(1)) == 2
-    assert set(usage) == {"cpu_s", "wall_s", "since", "until"}
-    assert usage["since"] <= usage["until"]
-    plain = types.SimpleNamespace(benchmark=len)  # not a coroutine function: left alone
-    _meter_benchmark(plain, usage)
-    assert plain.benchmark is len
-
-
 def test_on_end_records_the_clients_cpu_share(tmp_path: Path) -> None:
     run: dict[str, Any] = {"num_prompts": 4, "num_warmups": 0, "output_len": 8}
 
@@ -244,43 +152,6 @@ def test_on_end_records_the_clients_cpu_share(tmp_path: Path) -> None:
     event = {"tag": "t", "ok": False, "client_cpu_s": 3.0, "client_busy_wall_s": 4.0}
     on_end(run, event, Meter(), tmp_path)
     assert run["client_cpu_util"] == 0.75 and run["client_cpu_s"] == 3.0
-
-
-class _SseHandler(http.server.BaseHTTPRequestHandler):
-    """A stand-in server: a role chunk, then text; a 400 for the prompt "bad"."""
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if body["messages"][0]["content"] == "bad":
-            payload = b'{"error": {"message": "too long"}}'
-            self.send_response(400)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for delta in ({"role": "assistant", "content": ""}, {"content": "hi"}):
-            self.wfile.write(b"data: " + json.dumps({"choices": [{"delta": delta}]}).encode())
-            self.wfile.write(b"\n\n")
-        self.wfile.write(b"data: [DONE]\n\n")
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-def test_first_text_probe_counts_refused_requests() -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SseHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        out = first_text_probe(server.server_address[1], "m", ["a", "bad", "b"], 4, {})
-    finally:
-        server.shutdown()
-    assert out["requests"] == 2 and out["failed"] == 1
-    assert out["first_error"].startswith("HTTP 400: ") and "too long" in out["first_error"]
-    assert out["first_chunk_has_text_share"] == 0.0  # the role chunk came first
-    assert out["first_text_ms_p50"] >= out["first_chunk_ms_p50"]
 
 
 def test_client_saves_per_request_detail_only_at_concurrency_one(tmp_path: Path) -> None:

@@ -1,0 +1,58 @@
+"""bench's report helpers: CPU per token, the bandwidth table, merged results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.report_data import cpu_per_token, load
+from bench.report_goals import bandwidth_table
+
+
+def _data(counted: bool) -> dict[str, Any]:
+    run = {
+        "workload": "128x64",
+        "concurrency": 8,
+        "round": 1,
+        "api_server_cpu_us_per_token": 100.0,
+    }
+    gateway = {**run, "server": "gateway", "api_server_cpu_us_per_token": 5.0}
+    if counted:
+        gateway["cpu_counts_http_workers"] = True
+    return {
+        "workloads": ["128x64"],
+        "sessions": [
+            {"server": "vllm", "round": 1, "memory": {"api_workers": 0}},
+            {"server": "gateway", "round": 1, "memory": {"api_workers": 4}},
+        ],
+        "runs": [{**run, "server": "vllm"}, gateway],
+    }
+
+
+def test_cpu_per_token_leaves_out_worker_sessions_measured_without_workers() -> None:
+    assert cpu_per_token(_data(counted=False)) == [("128x64", 8, 100.0, None)]
+
+
+def test_cpu_per_token_keeps_worker_sessions_that_counted_them() -> None:
+    assert cpu_per_token(_data(counted=True)) == [("128x64", 8, 100.0, 5.0)]
+
+
+def test_bandwidth_table_only_for_the_h200_and_its_workloads() -> None:
+    def row(workload: str, vllm: float | None, gw: float) -> dict[str, Any]:
+        tok = {"vllm": {"output_throughput": vllm}, "gateway": {"output_throughput": gw}}
+        return {"workload": workload, "concurrency": 256, **tok}
+
+    rows = [row("128x1024", 13_000.0, 26_000.0), row("128x64", 1.0, 1.0)]
+    table = bandwidth_table("gpu-h200", rows)
+    assert "| 128x1024 | 256 | 65,000 | 13,000 | 20% | 26,000 | 40% |" in table
+    assert not any("128x64" in line for line in table)
+    assert bandwidth_table("cpu-2core", rows) == []
+    assert bandwidth_table("gpu-h200", [row("128x64", 1.0, 1.0)]) == []
+    assert "| – | – |" in bandwidth_table("gpu-h200", [row("1024x128", None, 1.0)])[-2]
+
+
+def test_a_reports_own_json_keeps_its_sources(tmp_path: Path) -> None:
+    merged = {"runs": [], "sessions": [], "sources": ["a/results.json", "b/results.json"]}
+    (tmp_path / "report.json").write_text(json.dumps(merged))
+    assert load([tmp_path / "report.json"])["sources"] == merged["sources"]
