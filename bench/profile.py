@@ -277,7 +277,7 @@ def cpu_by_process(pid: int) -> dict[int, tuple[str, float]]:
         for proc in [root, *root.children(recursive=True)]:
             with contextlib.suppress(psutil.Error):
                 t = proc.cpu_times()
-                out[proc.pid] = (" ".join(proc.cmdline())[:120], t.user + t.system)
+                out[proc.pid] = (" ".join(proc.cmdline()).strip()[:120], t.user + t.system)
         return out
     except Exception:
         return {}
