@@ -7,7 +7,6 @@ the client prints `@@bench` events (see `bench.vllm_bench`) that `follow` passes
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
 import queue
@@ -71,10 +70,21 @@ def follow(
     for line in proc.stdout:
         log.write(line)
         log.flush()
-        if line.startswith(b"@@bench "):
-            with contextlib.suppress(ValueError):
-                events.put(json.loads(line[8:]))
+        event = parse_event(line)
+        if event is not None:
+            events.put(event)
     events.put(None)
+
+
+def parse_event(line: bytes) -> Event | None:
+    """The event of a client's `@@bench {...}` output line (see `bench.vllm_bench`)."""
+    if not line.startswith(b"@@bench "):
+        return None
+    try:
+        event: Event = json.loads(line[8:])
+    except ValueError:
+        return None
+    return event
 
 
 def on_start(run: dict[str, Any], event: Event, server: CpuMeter) -> None:

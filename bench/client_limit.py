@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import datetime as dt
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -24,9 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.commands import client_argv, ensure_model, server_argv, server_cwd, server_env
+from bench.client import parse_event
+from bench.commands import bench_server, client_argv, ensure_model
 from bench.profiles import PROFILES, ROOT
-from bench.servers import ServerProcess, stop_all
+from bench.servers import stop_all
 
 
 def run_clients(
@@ -79,10 +81,9 @@ def run_clients(
 
 def _end_event(log_path: Path) -> dict[str, Any]:
     for line in reversed(log_path.read_bytes().splitlines()):
-        if line.startswith(b"@@bench "):
-            event: dict[str, Any] = json.loads(line[8:])
-            if event.get("event") == "end":
-                return event
+        event = parse_event(line)
+        if event is not None and event.get("event") == "end":
+            return event
     return {}
 
 
@@ -132,16 +133,10 @@ def main(argv: list[str] | None = None) -> int:
     model = ensure_model(args, prof)
     out = Path(args.out or ROOT / "bench" / "results" / "tmp" / f"client-limit-{args.server}")
     out.mkdir(parents=True, exist_ok=True)
-    server = ServerProcess(
-        name=args.server,
-        argv=server_argv(
-            args.server, args.python, model, args.port, prof.engine_args, args.server_args.split()
-        ),
-        port=args.port,
-        env=server_env(prof),
-        log_path=out / "server.log",
-        cwd=server_cwd(args.server, None),
-    )
+    server = bench_server(
+        args.server, prof, python=args.python, model=model, port=args.port,
+        log_path=out / "server.log", extra=shlex.split(args.server_args),
+    )  # fmt: skip
     sampler = None
     steps: list[dict[str, Any]] = []
     try:

@@ -70,6 +70,29 @@ def server_cwd(name: str, gateway_root: str | None) -> str:
     return str(ROOT)
 
 
+def bench_server(
+    name: str,
+    profile: Profile,
+    *,
+    python: str,
+    model: str,
+    port: int,
+    log_path: Path,
+    extra: list[str] | None = None,
+    gateway_root: str | None = None,
+) -> ServerProcess:
+    """A server as the harness runs it: the profile's engine flags and environment, `extra`
+    flags for this server only, the gateway from `gateway_root` when given."""
+    return ServerProcess(
+        name=name,
+        argv=server_argv(name, python, model, port, profile.engine_args, extra),
+        port=port,
+        env=server_env(profile),
+        log_path=log_path,
+        cwd=server_cwd(name, gateway_root),
+    )
+
+
 def server_env(profile: Profile) -> dict[str, str]:
     """The same environment for both: the caller's, minus GATEWAY_* settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWAY_")}

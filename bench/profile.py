@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.commands import client_argv, ensure_model, server_argv, server_cwd, server_env
+from bench.commands import bench_server, client_argv, ensure_model
 from bench.profiles import PROFILES, ROOT
-from bench.servers import ServerProcess, stop_all
+from bench.servers import stop_all
 
 # leaf-frame buckets, first match wins (matched against the frame's file path)
 BUCKETS = [
@@ -191,14 +191,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     out.mkdir(parents=True, exist_ok=True)
     i, o = (int(x) for x in args.workload.split("x"))
-    server = ServerProcess(
-        name=args.server,
-        argv=server_argv(args.server, args.python, model, args.port, prof.engine_args),
-        port=args.port,
-        env=server_env(prof),
-        log_path=out / "server.log",
-        cwd=server_cwd(args.server, args.gateway_root),
-    )
+    server = bench_server(
+        args.server, prof, python=args.python, model=model, port=args.port,
+        log_path=out / "server.log", gateway_root=args.gateway_root,
+    )  # fmt: skip
     client = None
     try:
         server.start()

@@ -33,11 +33,10 @@ from typing import Any
 
 from bench.client import build_plan, follow, on_end, on_start
 from bench.commands import (
+    bench_server,
     ensure_model,
     probe,
     results_header,
-    server_argv,
-    server_cwd,
     server_env,
 )
 from bench.machine import (
@@ -114,7 +113,7 @@ class Runner:
                     self.log(f"deadline: skipping {name} round {rnd}")
                     self.data.setdefault("skipped", []).append(f"{name}#{rnd}")
                     continue
-                self.session(name, rnd, model, env)
+                self.session(name, rnd, model)
         self.data["finished"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
         self.data["loadavg_end"] = loadavg()
         self.save()
@@ -137,19 +136,14 @@ class Runner:
     def extra_args(self, name: str) -> list[str]:
         return shlex.split(getattr(self.args, f"{name}_args", "") or "")
 
-    def session(self, name: str, rnd: int, model: str, env: dict[str, str]) -> None:
+    def session(self, name: str, rnd: int, model: str) -> None:
         args, prof = self.args, self.profile
         port = args.port
-        server = ServerProcess(
-            name=name,
-            argv=server_argv(
-                name, args.python, model, port, prof.engine_args, self.extra_args(name)
-            ),
-            port=port,
-            env=env,
+        server = bench_server(
+            name, prof, python=args.python, model=model, port=port,
             log_path=self.results_dir / f"server-{name}-r{rnd}.log",
-            cwd=server_cwd(name, args.gateway_root),
-        )
+            extra=self.extra_args(name), gateway_root=args.gateway_root,
+        )  # fmt: skip
         record: dict[str, Any] = {
             "server": name,
             "round": rnd,
