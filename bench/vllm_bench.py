@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import sys
 import time
 import traceback
 from typing import Any
+
+from bench.machine import loadavg
 
 
 def _parser() -> Any:
@@ -39,13 +40,6 @@ def _parser() -> Any:
 def _event(**fields: Any) -> None:
     sys.stdout.write("@@bench " + json.dumps(fields) + "\n")
     sys.stdout.flush()
-
-
-def _loadavg() -> list[float]:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return []
 
 
 def _meter_benchmark(serve_module: Any, usage: dict[str, float]) -> None:
@@ -84,7 +78,7 @@ def run_plan(plan_path: str, stop_at: float | None) -> int:
         if stop_at is not None and time.time() > stop_at - float(item.get("min_s", 15)):
             _event(event="skip", tag=tag, reason="deadline")
             continue
-        _event(event="start", tag=tag, loadavg=_loadavg(), time=time.time())
+        _event(event="start", tag=tag, loadavg=loadavg(), time=time.time())
         start = time.monotonic()
         usage.clear()
         ok = True
@@ -102,7 +96,7 @@ def run_plan(plan_path: str, stop_at: float | None) -> int:
             tag=tag,
             ok=ok,
             wall_s=round(time.monotonic() - start, 2),
-            loadavg=_loadavg(),
+            loadavg=loadavg(),
             client_cpu_s=usage.get("cpu_s"),
             client_busy_wall_s=usage.get("wall_s"),
             client_busy_span=[usage.get("since"), usage.get("until")],
