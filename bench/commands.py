@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import platform
 import shlex
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +19,7 @@ from bench.profiles import (
     hardware_name,
 )
 from bench.servers import ServerProcess, post_json
-from bench.sse import first_delta, has_text, sse_events
+from bench.sse import chat_stream, first_delta, has_text
 
 
 def ensure_model(args: argparse.Namespace, profile: Profile) -> str:
@@ -182,8 +180,6 @@ def scalar_metrics(result: dict[str, Any]) -> dict[str, Any]:
 
 def probe(server: ServerProcess, model: str, out_len: int = 16) -> dict[str, Any]:
     """One plain and one streamed request: ignore_eos honoured, first chunk's content."""
-    import http.client
-
     info: dict[str, Any] = {}
     body = {
         "model": model,
@@ -203,13 +199,9 @@ def probe(server: ServerProcess, model: str, out_len: int = 16) -> dict[str, Any
     except Exception as exc:
         info["error"] = f"plain request failed: {exc}"
         return info
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
     try:
-        payload = json.dumps({**body, "stream": True}).encode()
-        start = time.perf_counter()
-        conn.request("POST", "/v1/chat/completions", payload, {"Content-Type": "application/json"})
-        res = conn.getresponse()
-        chunks = list(sse_events(res, start))
+        with chat_stream(server.port, {**body, "stream": True}) as events:
+            chunks = list(events)
         delta = (first_delta(chunks[0][1]) if chunks else None) or {}
         first_text_t = next((t for t, c in chunks if has_text(first_delta(c))), None)
         info["stream_chunks"] = len(chunks)
@@ -221,8 +213,6 @@ def probe(server: ServerProcess, model: str, out_len: int = 16) -> dict[str, Any
         )
     except Exception as exc:
         info["stream_error"] = str(exc)
-    finally:
-        conn.close()
     return info
 
 

@@ -10,14 +10,11 @@ benchmark's (random token ids, decoded), so the report can compare like with lik
 
 from __future__ import annotations
 
-import http.client
-import json
 import random
 import statistics
-import time
 from typing import Any
 
-from bench.sse import first_delta, has_text, sse_events
+from bench.sse import chat_stream, first_delta, has_text
 
 
 def random_prompts(tokenizer_path: str, input_len: int, count: int, seed: int) -> list[str]:
@@ -36,23 +33,11 @@ def timed_stream(port: int, body: dict[str, Any]) -> tuple[float | None, float |
     """(first chunk with choices, first chunk with text) in seconds from sending, and
     whether that first chunk had the text; ValueError with the server's answer when it is
     not a 200. (Two chunks read at once share a time: hence the flag.)"""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     first: float | None = None
     first_text: float | None = None
     first_has_text = False
-    try:
-        start = time.perf_counter()
-        conn.request(
-            "POST",
-            "/v1/chat/completions",
-            json.dumps(body).encode(),
-            {"Content-Type": "application/json"},
-        )
-        response = conn.getresponse()
-        if response.status != 200:
-            answer = response.read(300).decode(errors="replace")
-            raise ValueError(f"HTTP {response.status}: {answer}")
-        for now, event in sse_events(response, start):
+    with chat_stream(port, body) as events:
+        for now, event in events:
             delta = first_delta(event)
             if delta is None:
                 continue
@@ -61,8 +46,6 @@ def timed_stream(port: int, body: dict[str, Any]) -> tuple[float | None, float |
             if has_text(delta):
                 first_text = now
                 break
-    finally:
-        conn.close()
     return first, first_text, first_has_text
 
 

@@ -10,6 +10,26 @@ from collections.abc import Iterator
 from typing import Any
 
 
+@contextlib.contextmanager
+def chat_stream(
+    port: int, body: dict[str, Any]
+) -> Iterator[Iterator[tuple[float, dict[str, Any]]]]:
+    """POST `body` to the server's /v1/chat/completions on loopback; its SSE events with
+    their arrival in seconds since sending. ValueError with the answer when not a 200."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        start = time.perf_counter()
+        payload = json.dumps(body).encode()
+        conn.request("POST", "/v1/chat/completions", payload, {"Content-Type": "application/json"})
+        response = conn.getresponse()
+        if response.status != 200:
+            answer = response.read(300).decode(errors="replace")
+            raise ValueError(f"HTTP {response.status}: {answer}")
+        yield sse_events(response, start)
+    finally:
+        conn.close()
+
+
 def sse_events(
     res: http.client.HTTPResponse, start: float
 ) -> Iterator[tuple[float, dict[str, Any]]]:
