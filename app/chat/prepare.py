@@ -57,6 +57,7 @@ def server_defaults(gateway: Gateway) -> Defaults:
 
 
 async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id: str) -> ChatJob:
+    arrival = time.time()
     served = gateway.served_model(body.model)
     normalized = normalize(body, gateway.defaults)
     for kind in normalized.fired:
@@ -123,4 +124,5 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
         tool_calls=tools.parse,
         answer_params=answer_params,
         active=gateway.lifecycle.active,
+        arrival_time=arrival,
     )

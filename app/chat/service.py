@@ -45,6 +45,7 @@ class ChatJob:
     tool_calls: bool = False  # turn <tool_call> blocks into message.tool_calls
     answer_params: Any = None  # a constrained answer's own SamplingParams, after thinking
     active: dict[str, Callable[[], object]] | None = None  # in-flight registry (for drain)
+    arrival_time: float | None = None  # time.time() when the request arrived (vLLM's timings)
 
 
 def engine_failure(exc: BaseException) -> GatewayError:
@@ -118,12 +119,13 @@ def _engine_steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
             job.reasoning_budget,
             job.reasoning.in_reasoning,
             job.answer_params,
+            job.arrival_time,
         )
     return _plain_steps(engine, job)
 
 
 async def _plain_steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
-    generator = engine.generate(job.prompt.token_ids, job.params, job.request_id)
+    generator = engine.generate(job.prompt.token_ids, job.params, job.request_id, job.arrival_time)
     try:
         async for output in generator:
             yield output.outputs

@@ -50,6 +50,7 @@ class CompletionJob:
     logprobs: int | None = None
     include_usage: bool = False
     active: dict[str, Callable[[], object]] | None = None  # in-flight registry (for drain)
+    arrival_time: float | None = None  # time.time() when the request arrived (vLLM's timings)
 
 
 def new_completion_id(request_id: str | None = None) -> str:
@@ -184,6 +185,7 @@ def build_params(
 async def prepare_completion(
     gateway: Gateway, body: CompletionRequest, request_id: str
 ) -> CompletionJob:
+    arrival = time.time()
     served = gateway.served_model(body.model)
     validate(body)
     engine = gateway.engine
@@ -207,4 +209,5 @@ async def prepare_completion(
         logprobs=body.logprobs,
         include_usage=bool(body.stream_options and body.stream_options.include_usage),
         active=gateway.lifecycle.active,
+        arrival_time=arrival,
     )

@@ -49,7 +49,7 @@ def _engine_ids(job: CompletionJob) -> list[str]:
 async def _outputs(engine: Engine, job: CompletionJob) -> AsyncIterator[tuple[int, Any]]:
     """(prompt index, RequestOutput) from every prompt's engine request, as they come."""
     generators = [
-        engine.generate(prompt.token_ids, job.params, engine_id)
+        engine.generate(prompt.token_ids, job.params, engine_id, job.arrival_time)
         for prompt, engine_id in zip(job.prompts, _engine_ids(job), strict=True)
     ]
     if len(generators) == 1:

@@ -40,9 +40,13 @@ class FakeEngine:
     scripts: list[list[Out]]
     tokenizer: Tok = field(default_factory=Tok)
     calls: list[tuple[list[int], Any, str]] = field(default_factory=list)
+    arrivals: list[float | None] = field(default_factory=list)
 
-    async def generate(self, prompt: list[int], params: Any, request_id: str) -> AsyncIterator[Any]:
+    async def generate(
+        self, prompt: list[int], params: Any, request_id: str, arrival_time: float | None = None
+    ) -> AsyncIterator[Any]:
         self.calls.append((prompt, params, request_id))
+        self.arrivals.append(arrival_time)
         for out in self.scripts[len(self.calls) - 1]:
             yield Result([out])
 
@@ -67,8 +71,10 @@ async def test_constrained_answer_after_think_close() -> None:
     )
     first = params(stop=["</think>"])
     answer = params(stop=None)
-    steps = await run(engine, first, "req", None, True, answer)
+    steps = await run(engine, first, "req", None, True, answer, 1234.5)
     assert steps == [("hmm", None), ("", None), ("</think>\n\n", None), ('{"a": 1}', "stop")]
+    # vLLM times the request from its arrival; the answer phase is a new engine request
+    assert engine.arrivals == [1234.5, None]
     prompt, used, request_id = engine.calls[1]
     assert prompt == [1, 2, 7, 8, 9, 10, 10]  # prompt + reasoning + "\n\n"
     assert request_id == "req-answer"
