@@ -106,6 +106,8 @@ def on_end(run: dict[str, Any], event: Event, server: CpuMeter, results_dir: Pat
         run["client_cpu_s"] = cpu
         run["client_cpu_util"] = round(cpu / busy, 2)
     _cpu_use(run, server)
+    if event.get("engine_timings"):
+        run["engine_timings"] = event["engine_timings"]  # vLLM's own means (bench.engine_stats)
     tag = event.get("tag", "")
     result_path = results_dir / (tag + ".json")
     if not (event.get("ok") and result_path.is_file()):

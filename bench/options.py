@@ -44,7 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompts-per-concurrency", type=float, default=None)
     p.add_argument("--min-prompts", type=int, default=None)
     p.add_argument(
-        "--servers", default="vllm,gateway", help="order within a round (default vllm,gateway)"
+        "--servers",
+        default="vllm,gateway",
+        help="order in odd rounds, reversed in even ones (default vllm,gateway)",
     )
     p.add_argument(
         "--engine-args",

@@ -28,6 +28,7 @@ from bench.report_data import (
 )
 from bench.report_goals import bandwidth_table, goal_checks
 from bench.report_plots import plot
+from bench.report_timing import timing_section
 
 
 def _load_span(values: list[list[float]]) -> str:
@@ -224,6 +225,7 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
     for name in plots:
         add(f"![{name}]({name})")
         add("")
+    lines.extend(timing_section(data))
     lines.extend(appendix(data))
     return "\n".join(lines)
 

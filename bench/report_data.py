@@ -122,8 +122,8 @@ def summarize(data: dict[str, Any]) -> list[dict[str, Any]]:
                 metric: [ratio(gr[r].get(metric), vr[r].get(metric)) for r in both]
                 for metric, _, _ in METRICS
             }
-            # Pairs in time order: with ABAB rounds the gateway's round r is paired with
-            # vllm's round r.
+            # Pairs: the gateway's round r with vllm's round r, the two sessions that ran
+            # back to back (bench.profiles.session_order)
             row["ratio_of_medians"] = {
                 metric: ratio(row["gateway"][metric], row["vllm"][metric])
                 for metric, _, _ in METRICS

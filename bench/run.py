@@ -2,8 +2,9 @@
 
 For each round, each server is started on its own (same model, same engine flags, same
 environment), checked, driven with `vllm bench serve` at every concurrency of every
-workload, and stopped; rounds alternate the servers (vllm, gateway, vllm, gateway, ...)
-so that drift of a shared machine falls on both. Results are written after every run,
+workload, and stopped; rounds alternate the order of the servers (vllm, gateway, then
+gateway, vllm, ...: `bench.profiles.session_order`) so that drift of a shared machine
+falls on both. Results are written after every run,
 so an interrupted session keeps what it measured; `bench.report` then turns them into
 `docs/benchmarks/<hardware>.md` with plots.
 
@@ -51,6 +52,7 @@ from bench.profiles import (
     SERVER_NAMES,
     auto_profile,
     profile_from_args,
+    session_order,
 )
 from bench.servers import ServerError, ServerProcess, stop_all
 
@@ -108,7 +110,7 @@ class Runner:
         self.save()
         self.log(f"profile {prof.name}, model {model}, results in {self.results_dir}")
         for rnd in range(1, prof.rounds + 1):
-            for name in self.servers:
+            for name in session_order(self.servers, rnd):
                 if self.remaining() < (args.session_estimate_s or 0):
                     self.log(f"deadline: skipping {name} round {rnd}")
                     self.data.setdefault("skipped", []).append(f"{name}#{rnd}")

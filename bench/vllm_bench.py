@@ -9,6 +9,8 @@ one after the other in one process (vLLM is imported once: that import takes 5-4
 each with its own argument list from PLAN.json (`[{"tag": ..., "argv": [...]}, ...]`).
 It prints `@@bench {"event": "client"|"start"|"end", ...}` lines that `bench.run`
 follows, and skips what would start after EPOCH (a deadline, in `time.time()` seconds).
+Around each run it reads vLLM's request timings from the server's `/metrics`
+(`bench.engine_stats`); the "end" line carries their means over the run.
 The client first raises its session's CPU weight (`bench.machine.favour_client`).
 """
 
@@ -21,6 +23,7 @@ import time
 import traceback
 from typing import Any
 
+from bench import engine_stats
 from bench.machine import loadavg
 
 
@@ -82,8 +85,12 @@ def run_plan(plan_path: str, stop_at: float | None) -> int:
         start = time.monotonic()
         usage.clear()
         ok = True
+        base_url, before = None, None
         try:
-            bench_main(parser.parse_args(item["argv"]))
+            args = parser.parse_args(item["argv"])
+            base_url = getattr(args, "base_url", None)
+            before = engine_stats.snapshot(base_url) if base_url else None
+            bench_main(args)
         except BaseException as exc:  # a failed run must not stop the others
             ok = False
             failures += 1
@@ -91,6 +98,7 @@ def run_plan(plan_path: str, stop_at: float | None) -> int:
             if isinstance(exc, KeyboardInterrupt):
                 raise
         sys.stdout.flush()
+        after = engine_stats.snapshot(base_url) if base_url and before is not None else None
         _event(
             event="end",
             tag=tag,
@@ -100,6 +108,7 @@ def run_plan(plan_path: str, stop_at: float | None) -> int:
             client_cpu_s=usage.get("cpu_s"),
             client_busy_wall_s=usage.get("wall_s"),
             client_busy_span=[usage.get("since"), usage.get("until")],
+            engine_timings=engine_stats.timings(before, after),
         )
     return 1 if failures else 0
 

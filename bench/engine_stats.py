@@ -1,0 +1,70 @@
+"""vLLM's own request timings, read from a server's `/metrics` around a benchmark run.
+
+Both servers run vLLM's `AsyncLLM`, whose Prometheus histograms time each request inside
+the engine client: `vllm:time_to_first_token_seconds` from the request's arrival in
+`AsyncLLM` (after the HTTP layer has parsed, rendered and tokenized it) to the step that
+made its first token, and the engine core's queue and prefill times. Subtracting vLLM's
+mean time to first token from the client's says how much of the client's TTFT the front
+end (HTTP, chat template, tokenizer, streaming) took, for either server.
+
+`snapshot` sums each histogram's `_sum` and `_count` over its label sets; `timings` turns
+two snapshots into per-request means over the requests that finished in between.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from typing import Final
+
+HISTOGRAMS: Final = (
+    "time_to_first_token",
+    "request_queue_time",
+    "request_prefill_time",
+    "request_decode_time",
+    "inter_token_latency",
+    "e2e_request_latency",
+)
+"""vLLM histogram names without the `vllm:` prefix and the `_seconds` suffix."""
+
+Snapshot = dict[str, tuple[float, float]]  # name -> (sum of seconds, count)
+
+
+def parse(text: str) -> Snapshot:
+    """Sums and counts of the HISTOGRAMS in a Prometheus text exposition."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    wanted = {f"vllm:{name}_seconds": name for name in HISTOGRAMS}
+    out: dict[str, list[float]] = {}
+    for family in text_string_to_metric_families(text):
+        name = wanted.get(family.name)
+        if name is None:
+            continue
+        acc = out.setdefault(name, [0.0, 0.0])
+        for sample in family.samples:
+            if sample.name.endswith("_sum"):
+                acc[0] += sample.value
+            elif sample.name.endswith("_count"):
+                acc[1] += sample.value
+    return {name: (acc[0], acc[1]) for name, acc in out.items()}
+
+
+def snapshot(base_url: str, timeout: float = 10.0) -> Snapshot | None:
+    """The HISTOGRAMS of the server at `base_url`; None when /metrics cannot be read."""
+    try:
+        with urllib.request.urlopen(base_url.rstrip("/") + "/metrics", timeout=timeout) as r:
+            return parse(r.read().decode("utf-8", "replace"))
+    except (OSError, ValueError):
+        return None
+
+
+def timings(before: Snapshot | None, after: Snapshot | None) -> dict[str, dict[str, float]]:
+    """`{name: {"mean_ms", "count"}}` for the observations between two snapshots."""
+    if before is None or after is None:
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for name, (total, count) in after.items():
+        total0, count0 = before.get(name, (0.0, 0.0))
+        n = count - count0
+        if n > 0:
+            out[name] = {"mean_ms": round((total - total0) / n * 1000, 3), "count": n}
+    return out
