@@ -1,11 +1,12 @@
 """vLLM's own request timings, read from a server's `/metrics` around a benchmark run.
 
-Both servers run vLLM's `AsyncLLM`, whose Prometheus histograms time each request inside
-the engine client: `vllm:time_to_first_token_seconds` from the request's arrival in
-`AsyncLLM` (after the HTTP layer has parsed, rendered and tokenized it) to the step that
-made its first token, and the engine core's queue and prefill times. Subtracting vLLM's
-mean time to first token from the client's says how much of the client's TTFT the front
-end (HTTP, chat template, tokenizer, streaming) took, for either server.
+Both servers run vLLM's `AsyncLLM`, whose Prometheus histograms time each request:
+`vllm:time_to_first_token_seconds` from the request's arrival time to the engine step that
+made its first token, and the engine core's queue and prefill times. Both set the arrival
+when their chat handler takes the request, before rendering and tokenizing (vllm serve in
+its renderer, the gateway in `prepare_chat`), so subtracting vLLM's mean time to first
+token from the client's says how much of the client's TTFT went to HTTP in and out (and
+the client itself), for either server.
 
 `snapshot` sums each histogram's `_sum` and `_count` over its label sets; `timings` turns
 two snapshots into per-request means over the requests that finished in between.

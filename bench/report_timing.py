@@ -59,11 +59,14 @@ def timing_section(data: dict[str, Any]) -> list[str]:
         "## Where the time to first token goes",
         "",
         "Both servers run vLLM's `AsyncLLM`, whose Prometheus histograms time each request "
-        "from its arrival in `AsyncLLM` (the HTTP layer has parsed, rendered and tokenized "
-        "it by then) to the engine step that made its first token. The client read them "
-        "from `/metrics` before and after each run (warm-up requests included). 'front end' "
-        "= the client's mean TTFT − vLLM's: HTTP, chat template, tokenizer, the way back "
-        "to the client and the client itself. Means per request, medians over rounds.",
+        "from its arrival (set when the chat handler takes it, before rendering and "
+        "tokenizing: vllm serve in its renderer, the gateway since 7bcca29) to the engine "
+        "step that made its first token; queue and prefill are the engine core's part of "
+        "that. The client read them from `/metrics` before and after each run (warm-up "
+        "requests included). 'front end' = the client's mean TTFT − vLLM's: HTTP in "
+        "(parsing, validation), the way back to the client (for the gateway this includes "
+        "waiting for the first visible text) and the client itself. Means per request, "
+        "medians over rounds.",
         "",
         "| workload | conc | server | rounds | client TTFT mean ms | vLLM TTFT mean ms "
         "| front end ms | queue ms | prefill ms | vLLM inter-token ms |",
