@@ -15,8 +15,10 @@
 # leaves room for both.
 #
 # Knobs (environment): BENCH_BUDGET_S (seconds the whole script may take, default 560),
-# BENCH_ARGS (extra bench.run flags), MODEL_DIR, SKIP_INSTALL=1, DRY_RUN=1 (local test:
-# no install, no nvidia-smi, bench.run with BENCH_ARGS only).
+# BENCH_ARGS (extra bench.run flags), SESSION_ESTIMATE_S (the least time left at which
+# bench.run still starts a server, default 150: a cold start took 140 s on the H200, and a
+# session cut before its first run measures nothing), MODEL_DIR, SKIP_INSTALL=1,
+# DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only).
 set -uo pipefail
 T0=$(date +%s)
 OUT=${OUT:-/tmp/bench-out}
@@ -84,6 +86,6 @@ LEFT=$(( BUDGET - $(elapsed) - 25 ))
 say "bench.run with ${LEFT}s left"
 # shellcheck disable=SC2086
 "$PY" -m bench.run --profile gpu --model "$MODEL_DIR" --results-dir "$RES" \
-  --mirror-results "$OUT/results.json" --deadline-s "$LEFT" --session-estimate-s 100 \
+  --mirror-results "$OUT/results.json" --deadline-s "$LEFT" --session-estimate-s "${SESSION_ESTIMATE_S:-150}" \
   --no-report ${BENCH_ARGS:-}
 say "bench.run exit $?"
