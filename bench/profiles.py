@@ -106,7 +106,7 @@ def session_order(servers: list[str], rnd: int) -> list[str]:
     reversed in even ones (A B, B A, A B, ...), so that a machine that speeds up or slows
     down over a call does not favour whichever server always ran second. Seen on the H200:
     within one lease each later session tended to be faster (c=1 TTFT of the same server
-    36 ms, then 28 ms, eight minutes apart)."""
+    36 ms, then 28 ms, four and a half minutes apart)."""
     return list(servers) if rnd % 2 else list(reversed(servers))
 
 
