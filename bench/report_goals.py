@@ -111,10 +111,20 @@ def goal_checks(data: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[
         ]
         if worst:
             low = min(worst)
+            # single rounds scatter more than medians on a shared machine: show the lowest
+            rounds = [
+                (x, f"{r['workload']}@{r['concurrency']}")
+                for r in rows
+                for x in r.get("round_ratios", {}).get("request_throughput", [])
+                if x is not None
+            ]
+            single = (
+                f"; lowest single round {min(rounds)[0]:.3f}× ({min(rounds)[1]})" if rounds else ""
+            )
             checks.append(
                 (
-                    "never below 1.0× vllm serve (throughput)",
-                    f"lowest {low[0]:.3f}× ({low[1]})",
+                    "never below 1.0× vllm serve (throughput, medians over rounds)",
+                    f"lowest {low[0]:.3f}× ({low[1]}){single}",
                     low[0] >= 1.0,
                 )
             )

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.report_data import cpu_per_token, load
-from bench.report_goals import bandwidth_table
+from bench.report_goals import bandwidth_table, goal_checks
 
 
 def _data(counted: bool) -> dict[str, Any]:
@@ -56,3 +56,26 @@ def test_a_reports_own_json_keeps_its_sources(tmp_path: Path) -> None:
     merged = {"runs": [], "sessions": [], "sources": ["a/results.json", "b/results.json"]}
     (tmp_path / "report.json").write_text(json.dumps(merged))
     assert load([tmp_path / "report.json"])["sources"] == merged["sources"]
+
+
+def test_the_never_below_goal_shows_the_lowest_single_round_too() -> None:
+    def row(conc: int, req: float, tok: float, rounds: list[float | None]) -> dict[str, Any]:
+        return {
+            "workload": "1024x128",
+            "concurrency": conc,
+            "ratio_of_medians": {"request_throughput": req, "output_throughput": tok},
+            "round_ratios": {"request_throughput": rounds},
+            "gateway": dict.fromkeys(
+                ("request_throughput", "output_throughput", "median_ttft_ms", "median_tpot_ms")
+            ),
+            "vllm": {},
+        }
+
+    rows = [row(64, 1.012, 1.03, [1.09, 0.94, None]), row(256, 1.4, 1.4, [1.28, 1.44])]
+    data = {"profile": "gpu", "sessions": [], "runs": []}
+    (goal,) = [c for c in goal_checks(data, rows) if c[0].startswith("never below")]
+    assert goal == (
+        "never below 1.0× vllm serve (throughput, medians over rounds)",
+        "lowest 1.012× (1024x128@64 request_throughput); lowest single round 0.940× (1024x128@64)",
+        True,
+    )
