@@ -10,6 +10,7 @@ the client itself), for either server.
 
 `snapshot` sums each histogram's `_sum` and `_count` over its label sets; `timings` turns
 two snapshots into per-request means over the requests that finished in between.
+`fetch` and `counter_total` read one counter (bench.profile's generated tokens).
 """
 
 from __future__ import annotations
@@ -49,13 +50,33 @@ def parse(text: str) -> Snapshot:
     return {name: (acc[0], acc[1]) for name, acc in out.items()}
 
 
-def snapshot(base_url: str, timeout: float = 10.0) -> Snapshot | None:
-    """The HISTOGRAMS of the server at `base_url`; None when /metrics cannot be read."""
+def fetch(base_url: str, timeout: float = 10.0) -> str | None:
+    """The `/metrics` text of the server at `base_url`; None when it cannot be read."""
     try:
         with urllib.request.urlopen(base_url.rstrip("/") + "/metrics", timeout=timeout) as r:
-            return parse(r.read().decode("utf-8", "replace"))
+            return str(r.read().decode("utf-8", "replace"))
     except (OSError, ValueError):
         return None
+
+
+def snapshot(base_url: str, timeout: float = 10.0) -> Snapshot | None:
+    """The HISTOGRAMS of the server at `base_url`; None when /metrics cannot be read."""
+    text = fetch(base_url, timeout)
+    return None if text is None else parse(text)
+
+
+def counter_total(text: str, name: str) -> float | None:
+    """A counter's value summed over its label sets (`name` without `_total`, e.g.
+    `vllm:generation_tokens`); None when the exposition has no such counter."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    values = [
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name + "_total"
+    ]
+    return sum(values) if values else None
 
 
 def timings(before: Snapshot | None, after: Snapshot | None) -> dict[str, dict[str, float]]:

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import engine_stats
 from bench.commands import bench_server, client_argv, ensure_model
 from bench.profiles import PROFILES, ROOT
 from bench.servers import stop_all
@@ -280,16 +281,11 @@ def cpu_by_process(pid: int) -> dict[int, tuple[str, float]]:
 
 
 def _tokens_from_metrics(port: int) -> float | None:
-    import urllib.request
-
+    text = engine_stats.fetch(f"http://127.0.0.1:{port}")
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
-            for line in resp.read().decode().splitlines():
-                if line.startswith("vllm:generation_tokens_total"):
-                    return float(line.split()[-1])
-    except Exception:
+        return None if text is None else engine_stats.counter_total(text, "vllm:generation_tokens")
+    except ValueError:  # not a Prometheus exposition
         return None
-    return None
 
 
 if __name__ == "__main__":

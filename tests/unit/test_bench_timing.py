@@ -49,6 +49,20 @@ def test_parse_sums_each_histogram_over_its_label_sets() -> None:
     }
 
 
+def test_counter_total_sums_a_counter_over_its_label_sets() -> None:
+    text = """\
+# HELP vllm:generation_tokens_total Number of generation tokens processed.
+# TYPE vllm:generation_tokens_total counter
+vllm:generation_tokens_total{engine="0",model_name="m"} 120.0
+vllm:generation_tokens_total{engine="1",model_name="m"} 30.0
+# HELP vllm:generation_tokens_created Number of generation tokens processed.
+# TYPE vllm:generation_tokens_created gauge
+vllm:generation_tokens_created{engine="0",model_name="m"} 1.7e9
+"""
+    assert engine_stats.counter_total(text, "vllm:generation_tokens") == 150.0
+    assert engine_stats.counter_total(EXPOSITION, "vllm:generation_tokens") is None
+
+
 def test_timings_are_means_of_what_finished_between_two_snapshots() -> None:
     before = {"time_to_first_token": (0.25, 5.0), "request_queue_time": (0.005, 5.0)}
     after = {
