@@ -118,9 +118,8 @@ def goal_checks(data: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[
                 for x in r.get("round_ratios", {}).get("request_throughput", [])
                 if x is not None
             ]
-            single = (
-                f"; lowest single round {min(rounds)[0]:.3f}× ({min(rounds)[1]})" if rounds else ""
-            )
+            lowest = min(rounds) if rounds else None
+            single = f"; lowest single round {lowest[0]:.3f}× ({lowest[1]})" if lowest else ""
             checks.append(
                 (
                     "never below 1.0× vllm serve (throughput, medians over rounds)",
