@@ -16,7 +16,6 @@ so an interrupted session keeps what it measured; `bench.report` then turns them
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import datetime as dt
 import hashlib
@@ -54,7 +53,7 @@ from bench.profiles import (
     profile_from_args,
     session_order,
 )
-from bench.servers import ServerError, ServerProcess, stop_all
+from bench.servers import ServerError, ServerProcess, stop_all, stop_all_on_exit
 
 FIRST_TEXT_REQUESTS = 20
 
@@ -264,16 +263,9 @@ class Runner:
                     return
 
 
-def _on_signal(signum: int, _frame: Any) -> None:
-    stop_all()
-    raise SystemExit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    atexit.register(stop_all)
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGHUP, _on_signal)
+    stop_all_on_exit()
     runner = Runner(args)
     # the harness's own probes (first chunk, first text) are clients too
     with favoured_client() as nice:

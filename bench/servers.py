@@ -7,6 +7,7 @@ kernel-recorded peak (VmHWM) is read just before it is stopped.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -244,6 +245,19 @@ def stop_all() -> None:
     for server in list(_LIVE):
         with contextlib.suppress(Exception):
             server.stop(grace_s=5.0)
+
+
+def stop_all_on_exit() -> None:
+    """Stop the servers when this process exits, on SIGTERM and SIGHUP too (a tool run
+    under `timeout` would otherwise leave them behind: they run in their own sessions)."""
+    atexit.register(stop_all)
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGHUP, _on_signal)
+
+
+def _on_signal(signum: int, _frame: Any) -> None:
+    stop_all()
+    raise SystemExit(128 + signum)
 
 
 def _round(value: float | None) -> float | None:
