@@ -18,7 +18,8 @@
 # BENCH_ARGS (extra bench.run flags), SESSION_ESTIMATE_S (the least time left at which
 # bench.run still starts a server, default 150: a cold start took 140 s on the H200, and a
 # session cut before its first run measures nothing), MODEL_DIR, SKIP_INSTALL=1,
-# DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only).
+# DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
+# PAIRED_ARGS (run bench.paired with these flags instead of bench.run).
 set -uo pipefail
 T0=$(date +%s)
 OUT=${OUT:-/tmp/bench-out}
@@ -83,6 +84,16 @@ fi
 
 # 4. the A/B: bench.run stops starting work at its deadline, results saved after each run
 LEFT=$(( BUDGET - $(elapsed) - 25 ))
+if [ -n "${PAIRED_ARGS:-}" ]; then
+  # or bench.paired: the servers up at once, taking turns (PAIRED_ARGS may quote specs)
+  say "bench.paired with ${LEFT}s left"
+  eval "set -- $PAIRED_ARGS"
+  # into $OUT itself: summary.json is rewritten after every turn and comes back even when
+  # the device call is cut short (the two or three server logs come with it)
+  timeout -k 10 "$LEFT" "$PY" -m bench.paired --profile gpu --model "$MODEL_DIR" --out "$OUT/paired" "$@"
+  say "bench.paired exit $?"
+  exit 0
+fi
 say "bench.run with ${LEFT}s left"
 # shellcheck disable=SC2086
 "$PY" -m bench.run --profile gpu --model "$MODEL_DIR" --results-dir "$RES" \

@@ -1,0 +1,275 @@
+"""Several servers up at once, one streamed request at a time, taking turns.
+
+    python -m bench.paired --profile gpu --model DIR --workload 1024x128 --requests 100 \\
+        --server vllm --server gateway --server 'gw1=gateway --api-server-count 1'
+
+`bench.run` runs one server at a time, and on the H200 two sessions of the same server
+minutes apart differed by more (c=1 TTFT p50 23 to 36 ms) than the servers did. Here the
+servers share each moment: request i goes to every server in turn, in an order rotated
+by i, so drift falls on all of them alike and request i's TTFTs pair up. Each engine gets
+an equal share of the GPU's memory (`--gpu-memory-utilization`; c=1 needs little KV
+cache). Per request it records the client's TTFT (first chunk with choices, as `vllm bench
+serve` times it) and TPOT, and vLLM's own timings of that request, read from the server's
+`/metrics` before and after it (`bench.engine_stats`: TTFT from the request's arrival,
+queue, prefill, inter-token). `--system TEXT` sends every prompt a second time to each
+server behind that system message (target `<label>+sys`): the gateway adds an empty one
+where a request has none, so this sets the two servers' prompts to the same tokens.
+Results: --out/summary.json (medians, paired differences against the first target, and
+every sample).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+from bench import engine_stats
+from bench.commands import bench_server, ensure_model
+from bench.first_text import random_prompts
+from bench.machine import favoured_client
+from bench.profiles import PROFILES, ROOT
+from bench.servers import ServerProcess, stop_all, stop_all_on_exit
+from bench.sse import chat_stream, first_delta
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """`--server LABEL=KIND FLAGS...`, or just `KIND` (then LABEL is KIND)."""
+
+    label: str
+    kind: str
+    flags: tuple[str, ...]
+
+
+def parse_spec(text: str) -> ServerSpec:
+    label, sep, rest = text.partition("=")
+    words = shlex.split(rest if sep else text)
+    if not words or words[0] not in ("vllm", "gateway"):
+        raise ValueError(f"--server {text!r}: expected [LABEL=]vllm|gateway [FLAGS]")
+    return ServerSpec(
+        label=label.strip() if sep else words[0], kind=words[0], flags=tuple(words[1:])
+    )
+
+
+def turn_order(labels: list[T], i: int) -> list[T]:
+    """Request i's order: the labels rotated by i, so each server goes first as often."""
+    k = i % len(labels)
+    return labels[k:] + labels[:k]
+
+
+def timed_request(port: int, body: dict[str, Any]) -> dict[str, float]:
+    """One streamed request: TTFT (first chunk with choices), end-to-end time and the
+    token counts of the final usage chunk; ValueError when it is not a 200."""
+    ttft: float | None = None
+    end = 0.0
+    usage: dict[str, Any] = {}
+    with chat_stream(port, body) as events:
+        for now, event in events:
+            end = now
+            if ttft is None and first_delta(event) is not None:
+                ttft = now
+            usage = event.get("usage") or usage
+    if ttft is None:
+        raise ValueError("no chunk with choices")
+    tokens = int(usage.get("completion_tokens") or 0)
+    out = {
+        "ttft_ms": ttft * 1000,
+        "e2e_ms": end * 1000,
+        "tokens": float(tokens),
+        "prompt_tokens": float(usage.get("prompt_tokens") or 0),
+    }
+    if tokens > 1:
+        out["tpot_ms"] = (end - ttft) * 1000 / (tokens - 1)
+    return out
+
+
+ENGINE_KEYS: Final = {
+    "time_to_first_token": "vllm_ttft_ms",
+    "request_queue_time": "queue_ms",
+    "request_prefill_time": "prefill_ms",
+    "inter_token_latency": "itl_ms",
+}
+"""vLLM's histograms read around each request (concurrency 1: the difference is that
+request's own), and the sample keys they land in."""
+
+
+def engine_sample(timings: dict[str, dict[str, float]]) -> dict[str, float]:
+    """A request's vLLM timings (`bench.engine_stats.timings` of the scrapes around it)."""
+    return {key: timings[name]["mean_ms"] for name, key in ENGINE_KEYS.items() if name in timings}
+
+
+def _quartiles(values: list[float]) -> list[float]:
+    if len(values) < 2:
+        return [round(values[0], 2)] * 3 if values else []
+    q = statistics.quantiles(values, n=4)
+    return [round(q[0], 2), round(statistics.median(values), 2), round(q[2], 2)]
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
+
+
+def summarize(samples: dict[str, list[dict[str, float] | None]]) -> dict[str, Any]:
+    """Per target: medians of the client's and vLLM's per-request timings and, against
+    the first target, the quartiles of request i's differences (requests both answered)."""
+    labels = list(samples)
+    base = samples[labels[0]]
+    out: dict[str, Any] = {}
+    for label in labels:
+        ok = [s for s in samples[label] if s is not None]
+        row: dict[str, Any] = {
+            "requests": len(ok),
+            "failed": len(samples[label]) - len(ok),
+            "ttft_ms_quartiles": _quartiles([s["ttft_ms"] for s in ok]),
+        }
+        for key in ("tpot_ms", "prompt_tokens", *ENGINE_KEYS.values()):
+            row[f"{key}_p50"] = _median([s[key] for s in ok if key in s])
+        fronts = [s["ttft_ms"] - s["vllm_ttft_ms"] for s in ok if "vllm_ttft_ms" in s]
+        row["front_end_ms_p50"] = _median(fronts)
+        if label != labels[0]:
+            pairs = [
+                (s, b)
+                for s, b in zip(samples[label], base, strict=True)
+                if s is not None and b is not None
+            ]
+            for key in ("ttft_ms", "prefill_ms"):
+                diffs = [s[key] - b[key] for s, b in pairs if key in s and key in b]
+                row[f"{key}_minus_{labels[0]}_quartiles"] = _quartiles(diffs)
+        out[label] = row
+    return out
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where request i goes: a server, with or without a system message of its own."""
+
+    label: str
+    server: str
+    system: str | None
+
+
+def targets(specs: list[ServerSpec], system: str | None) -> list[Target]:
+    """One target per server; with `system`, each server twice: the user message alone
+    and the same behind that system message (`<label>+sys`)."""
+    out = [Target(s.label, s.label, None) for s in specs]
+    if system is not None:
+        out += [Target(f"{s.label}+sys", s.label, system) for s in specs]
+    return out
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.paired", description=__doc__)
+    p.add_argument("--server", action="append", default=[], help="[LABEL=]vllm|gateway [FLAGS]")
+    p.add_argument("--profile", choices=sorted(PROFILES), default="cpu")
+    p.add_argument("--model", default=None)
+    p.add_argument("--preset", default=None)
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--workload", default="128x64", help="IN x OUT tokens")
+    p.add_argument("--requests", type=int, default=50, help="per server")
+    p.add_argument("--warmups", type=int, default=3, help="per server, not counted")
+    p.add_argument(
+        "--memory-share", type=float, default=None, help="--gpu-memory-utilization per engine"
+    )
+    p.add_argument(
+        "--system", default=None, help="also send each prompt behind this system message"
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--port", type=int, default=18600, help="first port; +10 per server")
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    args.specs = [parse_spec(s) for s in args.server or ["vllm", "gateway"]]
+    if len({s.label for s in args.specs}) != len(args.specs):
+        p.error("--server labels must differ")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    stop_all_on_exit()
+    prof = PROFILES[args.profile]
+    model = ensure_model(args, prof)
+    out = Path(args.out or ROOT / "bench" / "results" / "tmp" / "paired")
+    out.mkdir(parents=True, exist_ok=True)
+    share = args.memory_share or (0.8 / len(args.specs) if prof.name == "gpu" else None)
+    memory = ["--gpu-memory-utilization", str(round(share, 3))] if share else []
+    servers: dict[str, ServerProcess] = {}
+    in_len, out_len = (int(x) for x in args.workload.split("x"))
+    goals = targets(args.specs, args.system)
+    samples: dict[str, list[dict[str, float] | None]] = {t.label: [] for t in goals}
+    errors: dict[str, str] = {}
+
+    def save() -> dict[str, Any]:
+        summary = summarize(samples) if all(samples.values()) else {}
+        result = {
+            "args": {k: v for k, v in vars(args).items() if k != "specs"},
+            "servers": {
+                s.label: {"kind": s.kind, "flags": [*s.flags, *memory]} for s in args.specs
+            },
+            "summary": summary,
+            "errors": errors,
+            "samples": samples,
+        }
+        (out / "summary.json").write_text(json.dumps(result, indent=1) + "\n")
+        return summary
+
+    try:
+        for n, spec in enumerate(args.specs):  # one at a time: each engine sizes its memory
+            server = bench_server(
+                spec.kind, prof, python=args.python, model=model, port=args.port + 10 * n,
+                log_path=out / f"server-{spec.label}.log", extra=[*spec.flags, *memory],
+            )  # fmt: skip
+            server.start()
+            servers[spec.label] = server
+            print(f"paired: {spec.label} ready after {server.wait_ready(900):.0f} s", flush=True)
+        prompts = random_prompts(model, in_len, args.requests + args.warmups, args.seed)
+
+        def send(target: Target, prompt: str) -> dict[str, float]:
+            messages = [{"role": "user", "content": prompt}]
+            if target.system is not None:
+                messages.insert(0, {"role": "system", "content": target.system})
+            body = {
+                "model": model,
+                "messages": messages,
+                "max_tokens": out_len,
+                "ignore_eos": True,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+                **prof.sampling,
+            }
+            server = servers[target.server]
+            before = engine_stats.snapshot(server.base_url)
+            sample = timed_request(server.port, body)
+            after = engine_stats.snapshot(server.base_url)
+            return sample | engine_sample(engine_stats.timings(before, after))
+
+        with favoured_client():
+            for i, prompt in enumerate(prompts[: args.warmups]):
+                for target in turn_order(goals, i):
+                    send(target, prompt)
+            for i, prompt in enumerate(prompts[args.warmups :]):
+                for target in turn_order(goals, i):
+                    try:
+                        samples[target.label].append(send(target, prompt))
+                    except (OSError, ValueError) as exc:
+                        samples[target.label].append(None)
+                        errors.setdefault(target.label, str(exc)[:300])
+                save()  # after every turn: a run cut short keeps what it measured
+    finally:
+        for server in servers.values():
+            server.stop()
+        stop_all()
+    summary = save()
+    print(json.dumps({"summary": summary, "errors": errors}, indent=1), flush=True)
+    return 0 if summary and not errors else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

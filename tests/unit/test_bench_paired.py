@@ -1,0 +1,138 @@
+"""bench.paired: server specs, the rotated turns, the summary, and one timed request
+against a local streaming server."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import Any
+
+import pytest
+
+from bench.paired import (
+    ServerSpec,
+    engine_sample,
+    parse_spec,
+    summarize,
+    targets,
+    timed_request,
+    turn_order,
+)
+
+
+def test_parse_spec_forms() -> None:
+    assert parse_spec("vllm") == ServerSpec("vllm", "vllm", ())
+    assert parse_spec("gw1=gateway --api-server-count 1") == ServerSpec(
+        "gw1", "gateway", ("--api-server-count", "1")
+    )
+    with pytest.raises(ValueError, match="expected"):
+        parse_spec("x=sglang")
+    with pytest.raises(ValueError):
+        parse_spec("")
+
+
+def test_turn_order_rotates_so_each_server_leads_equally() -> None:
+    labels = ["a", "b", "c"]
+    firsts = [turn_order(labels, i)[0] for i in range(6)]
+    assert firsts == ["a", "b", "c", "a", "b", "c"]
+    assert sorted(turn_order(labels, 4)) == labels
+
+
+def test_summarize_pairs_requests_and_splits_ttft() -> None:
+    samples: dict[str, list[dict[str, float] | None]] = {
+        "vllm": [
+            {"ttft_ms": 20.0, "tpot_ms": 2.0, "prefill_ms": 15.0},
+            {"ttft_ms": 30.0, "tpot_ms": 2.2, "prefill_ms": 16.0},
+            None,
+        ],
+        "gw": [
+            {"ttft_ms": 23.0, "tpot_ms": 2.1, "vllm_ttft_ms": 21.0, "prefill_ms": 19.0},
+            {"ttft_ms": 31.0, "vllm_ttft_ms": 28.0, "prefill_ms": 18.0},
+            {"ttft_ms": 99.0, "vllm_ttft_ms": 90.0},
+        ],
+    }
+    out = summarize(samples)
+    assert out["vllm"]["requests"] == 2 and out["vllm"]["failed"] == 1
+    assert out["vllm"]["ttft_ms_quartiles"][1] == 25.0
+    assert out["vllm"]["vllm_ttft_ms_p50"] is None and out["vllm"]["front_end_ms_p50"] is None
+    gw = out["gw"]
+    assert gw["front_end_ms_p50"] == pytest.approx(3.0)  # 2, 3, 9
+    assert gw["prefill_ms_p50"] == pytest.approx(18.5)
+    assert gw["tpot_ms_p50"] == 2.1  # the request without a TPOT is left out
+    # request 3 failed on vllm: only requests 1 and 2 pair up (+3, +1; prefill +4, +2)
+    assert gw["ttft_ms_minus_vllm_quartiles"][1] == pytest.approx(2.0)
+    assert gw["prefill_ms_minus_vllm_quartiles"][1] == pytest.approx(3.0)
+    assert "ttft_ms_minus_vllm_quartiles" not in out["vllm"]
+
+
+def test_targets_double_each_server_with_a_system_message() -> None:
+    specs = [parse_spec("vllm"), parse_spec("gw=gateway")]
+    assert [t.label for t in targets(specs, None)] == ["vllm", "gw"]
+    both = targets(specs, "")
+    assert [(t.label, t.server, t.system) for t in both] == [
+        ("vllm", "vllm", None),
+        ("gw", "gw", None),
+        ("vllm+sys", "vllm", ""),
+        ("gw+sys", "gw", ""),
+    ]
+
+
+def test_engine_sample_takes_one_requests_histogram_means() -> None:
+    timings = {
+        "time_to_first_token": {"mean_ms": 30.0, "count": 1},
+        "request_prefill_time": {"mean_ms": 20.0, "count": 1},
+        "e2e_request_latency": {"mean_ms": 300.0, "count": 1},
+    }
+    assert engine_sample(timings) == {"vllm_ttft_ms": 30.0, "prefill_ms": 20.0}
+    assert engine_sample({}) == {}
+
+
+class _Stream(BaseHTTPRequestHandler):
+    status = 200
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(self.status)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        if self.status != 200:
+            self.wfile.write(b'{"error": {"message": "no"}}')
+            return
+        chunks: list[dict[str, Any]] = [
+            {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "a"}}]},
+            {"choices": [{"index": 0, "delta": {"content": "b"}}]},
+            {"choices": [{"index": 0, "delta": {"content": "c"}}]},
+            {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 3}},
+        ]
+        for chunk in chunks:
+            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def stream_port() -> Iterator[int]:
+    server = HTTPServer(("127.0.0.1", 0), _Stream)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    _Stream.status = 200
+    server.shutdown()
+
+
+def test_timed_request_reads_ttft_tokens_and_tpot(stream_port: int) -> None:
+    out = timed_request(stream_port, {"messages": []})
+    assert out["tokens"] == 3.0 and out["prompt_tokens"] == 5.0
+    assert 0 < out["ttft_ms"] <= out["e2e_ms"]
+    assert out["tpot_ms"] == pytest.approx((out["e2e_ms"] - out["ttft_ms"]) / 2)
+
+
+def test_timed_request_raises_on_an_http_error(stream_port: int) -> None:
+    _Stream.status = 503
+    with pytest.raises(ValueError, match="HTTP 503"):
+        timed_request(stream_port, {"messages": []})
