@@ -18,15 +18,35 @@ from bench.sse import chat_stream, first_delta, has_text
 
 
 def random_prompts(tokenizer_path: str, input_len: int, count: int, seed: int) -> list[str]:
-    """Prompts made as `vllm bench serve --dataset-name random` makes them (decoded ids)."""
+    """Prompts made as `vllm bench serve --dataset-name random` makes them: random ids
+    (no special tokens), decoded, and fitted to `input_len` tokens when re-encoded."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
     rng = random.Random(seed)
-    vocab = int(tokenizer.vocab_size)
+    special = set(tokenizer.all_special_ids)
+    allowed = [i for i in range(int(tokenizer.vocab_size)) if i not in special]
     return [
-        tokenizer.decode([rng.randrange(vocab) for _ in range(input_len)]) for _ in range(count)
+        fit_to_length(tokenizer, [rng.choice(allowed) for _ in range(input_len)], input_len, rng)
+        for _ in range(count)
     ]
+
+
+def fit_to_length(tokenizer: Any, ids: list[int], length: int, rng: random.Random) -> str:
+    """Text whose encoding is `length` tokens (vLLM's `gen_prompt_decode_to_target_len`):
+    decoding random ids and encoding the text again seldom gives the same count, so cut
+    or extend and try again, ten times at most."""
+    prompt = ""
+    for _ in range(11):
+        prompt = tokenizer.decode(ids)
+        ids = tokenizer.encode(prompt, add_special_tokens=False)
+        if len(ids) == length:
+            break
+        if len(ids) > length:
+            ids = ids[:length]
+        else:
+            ids += [rng.randrange(int(tokenizer.vocab_size)) for _ in range(length - len(ids))]
+    return str(prompt)
 
 
 def timed_stream(port: int, body: dict[str, Any]) -> tuple[float | None, float | None, bool]:

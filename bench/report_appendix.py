@@ -30,7 +30,9 @@ def appendix(data: dict[str, Any]) -> list[str]:
         "goal compares). 'first chunk' checks one streamed request: "
         "whether the first SSE chunk already carries generated text, and when the first chunk "
         "and the first chunk with text arrived. 'c=1 probe' sends 20 streamed requests one "
-        "at a time, with prompts shaped like the first workload's (decoded random token ids), "
+        "at a time, with prompts made as `vllm bench serve` makes the first workload's (random "
+        "token ids, decoded and fitted to its input length; runs before 2026-11-30 16:40 UTC "
+        "sent the decoded ids unfitted, which re-encode to about twice as many tokens), "
         "and gives the medians of the time to the first chunk with choices (what `vllm bench "
         "serve` times as TTFT) and to the first chunk with text."
     )

@@ -7,13 +7,14 @@ import asyncio
 import datetime as dt
 import http.server
 import json
+import random
 import threading
 import types
 from pathlib import Path
 from typing import Any
 
 from bench.client_limit import _end_event, busy_share
-from bench.first_text import first_text_probe
+from bench.first_text import first_text_probe, fit_to_length
 from bench.profile import split_processes, summarize_processes
 from bench.vllm_bench import _meter_benchmark
 
@@ -108,3 +109,29 @@ def test_first_text_probe_counts_refused_requests() -> None:
     assert out["first_error"].startswith("HTTP 400: ") and "too long" in out["first_error"]
     assert out["first_chunk_has_text_share"] == 0.0  # the role chunk came first
     assert out["first_text_ms_p50"] >= out["first_chunk_ms_p50"]
+
+
+class _SplittingTokenizer:
+    """Decodes id i as the word `w<i>`; encodes words of ids >= 50 as two tokens (as real
+    tokenizers re-split random text), so one decode/encode round trip grows the prompt."""
+
+    vocab_size = 100
+
+    def decode(self, ids: list[int]) -> str:
+        return " ".join(f"w{i}" for i in ids)
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        out: list[int] = []
+        for word in text.split():
+            i = int(word[1:])
+            out += [i % 50, i % 50] if i >= 50 else [i]
+        return out
+
+
+def test_fit_to_length_reaches_the_target_after_re_encoding() -> None:
+    tok = _SplittingTokenizer()
+    rng = random.Random(0)
+    ids = [rng.randrange(100) for _ in range(64)]
+    assert len(tok.encode(tok.decode(ids))) > 64  # the naive prompt would be too long
+    prompt = fit_to_length(tok, ids, 64, rng)
+    assert len(tok.encode(prompt)) == 64
