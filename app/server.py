@@ -35,6 +35,7 @@ class GatewayServer(uvicorn.Server):
         self.drain_timeout = drain_timeout
         self._drain_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.interrupted_by: int | None = None  # the signal that stopped start-up
 
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         self._loop = asyncio.get_running_loop()
@@ -45,6 +46,15 @@ class GatewayServer(uvicorn.Server):
         self.should_exit = True
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if not self.started and not self.should_exit:
+            # Still starting: the engine loads, compiles and warms up inside the lifespan
+            # and holds the event loop meanwhile, so a drain (or uvicorn's own exit flag)
+            # would only act once start-up had finished, minutes later for a big model.
+            # Stop now, as vllm serve does; vLLM shuts down the engine processes it had
+            # begun to start.
+            self.interrupted_by = sig
+            logger.warning("%s during start-up: stopping", signal.Signals(sig).name)
+            raise SystemExit(128 + sig)
         if self._drain_task is not None or self._loop is None or sig == signal.SIGINT:
             if self._drain_task is not None:
                 logger.warning("second signal: stopping without waiting for the drain")
@@ -103,7 +113,13 @@ def serve_app(app: FastAPI, settings: Settings, sock: socket.socket | None = Non
     )
     server = GatewayServer(config, app.state, settings.drain_timeout)
     app.state.request_exit = server.request_exit
-    server.run(sockets=[sock] if sock is not None else None)
+    try:
+        server.run(sockets=[sock] if sock is not None else None)
+    except SystemExit:  # raised by handle_exit while the loop was idle during start-up
+        if server.interrupted_by is None:
+            raise
+    if server.interrupted_by is not None:
+        return 128 + server.interrupted_by
     if server.lifecycle.exit_code is not None:
         return int(server.lifecycle.exit_code)
     return 0 if server.started else 1

@@ -72,6 +72,20 @@ def server_env(home: Path) -> dict[str, str]:
 def start_gateway(
     tmp: Path, model_dir: Path, home: Path, extra: list[str], env: dict[str, str]
 ) -> tuple[subprocess.Popen[bytes], LiveGateway]:
+    """A gateway process on the tiny model, once /health answers 200."""
+    proc, live = launch_gateway(tmp, model_dir, home, extra, env)
+    try:
+        wait_healthy(live.base_url, proc, live.log, STARTUP_TIMEOUT)
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, live
+
+
+def launch_gateway(
+    tmp: Path, model_dir: Path, home: Path, extra: list[str], env: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], LiveGateway]:
+    """A gateway process on the tiny model, just launched (still starting)."""
     port = free_port()
     log = tmp / f"gateway-{port}.log"
     cmd = [
@@ -82,13 +96,7 @@ def start_gateway(
     ]  # fmt: skip
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
-    live = LiveGateway(f"http://127.0.0.1:{port}", str(model_dir), home, log)
-    try:
-        wait_healthy(live.base_url, proc, log, STARTUP_TIMEOUT)
-    except BaseException:
-        proc.kill()
-        raise
-    return proc, live
+    return proc, LiveGateway(f"http://127.0.0.1:{port}", str(model_dir), home, log)
 
 
 def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:

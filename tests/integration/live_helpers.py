@@ -3,10 +3,12 @@ background thread."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
 import httpx
+import psutil
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.conftest import LiveGateway
@@ -65,3 +67,13 @@ class StreamReader:
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout=timeout)
+
+
+def engine_cores(pid: int) -> list[psutil.Process]:
+    """vLLM's engine-core processes among `pid`'s descendants."""
+    found = []
+    for p in psutil.Process(pid).children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if "EngineCore" in p.name() or "EngineCore" in " ".join(p.cmdline()):
+                found.append(p)
+    return found

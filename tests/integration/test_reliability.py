@@ -19,8 +19,21 @@ import httpx
 import psutil
 import pytest
 
-from tests.integration.conftest import LiveGateway, server_env, start_gateway, stop
-from tests.integration.live_helpers import HI, StreamReader, long_stream, metric, wait_for
+from tests.integration.conftest import (
+    LiveGateway,
+    launch_gateway,
+    server_env,
+    start_gateway,
+    stop,
+)
+from tests.integration.live_helpers import (
+    HI,
+    StreamReader,
+    engine_cores,
+    long_stream,
+    metric,
+    wait_for,
+)
 
 KEYS = ("key-one", "key-two")
 
@@ -235,11 +248,7 @@ def test_engine_death(pair) -> None:  # type: ignore[no-untyped-def]
     reader = StreamReader(mortal, 1900)
     frames = reader.frames
     wait_for(lambda: len(frames) >= 1, 30)
-    cores = [
-        p
-        for p in psutil.Process(proc.pid).children(recursive=True)
-        if "EngineCore" in " ".join(p.cmdline()) or "EngineCore" in p.name()
-    ]
+    cores = engine_cores(proc.pid)
     assert cores, "engine core process not found"
     killed_at = time.monotonic()
     for core in cores:
@@ -253,3 +262,31 @@ def test_engine_death(pair) -> None:  # type: ignore[no-untyped-def]
     code = proc.wait(timeout=30)
     print(f"engine death: process exited {code} after {time.monotonic() - killed_at:.2f}s")
     assert code == 3
+
+
+# --- SIGTERM while the engine is still starting ----------------------------------
+
+
+def test_sigterm_during_start_up_stops_at_once(
+    tmp_path: Path, tiny_model_dir: Path, test_home: Path
+) -> None:
+    """The engine loads inside the lifespan and holds the event loop; a SIGTERM then must
+    stop the gateway and its engine at once, not once start-up has finished."""
+    proc, live = launch_gateway(tmp_path, tiny_model_dir, test_home, [], server_env(test_home))
+    try:
+        wait_for(lambda: bool(engine_cores(proc.pid)), 120)  # start-up under way
+        cores = engine_cores(proc.pid)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=120)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    log = live.log.read_text(errors="replace")
+    print(f"\nSIGTERM during start-up: exited {code} after {took:.1f}s")
+    assert "SIGTERM during start-up: stopping" in log
+    assert code == 128 + signal.SIGTERM  # not 0 after a finished start-up
+    assert "engine ready" not in log
+    _, alive = psutil.wait_procs(cores, timeout=30)
+    assert not alive, "engine core left running"
