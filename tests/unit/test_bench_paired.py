@@ -4,9 +4,8 @@ against a local streaming server."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from bench.paired import (
     timed_request,
     turn_order,
 )
+from tests.local_http import serving
 
 
 def test_parse_spec_forms() -> None:
@@ -117,12 +117,9 @@ class _Stream(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def stream_port() -> Iterator[int]:
-    server = HTTPServer(("127.0.0.1", 0), _Stream)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server.server_address[1]
+    with serving(_Stream) as port:
+        yield port
     _Stream.status = 200
-    server.shutdown()
 
 
 def test_timed_request_reads_ttft_tokens_and_tpot(stream_port: int) -> None:

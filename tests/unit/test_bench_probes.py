@@ -8,7 +8,6 @@ import datetime as dt
 import http.server
 import json
 import random
-import threading
 import types
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from bench.client_limit import _end_event, busy_share
 from bench.first_text import first_text_probe, fit_to_length
 from bench.profile import split_processes, summarize_processes
 from bench.vllm_bench import _meter_benchmark
+from tests.local_http import serving
 
 
 def test_profile_splits_a_subprocess_recording_by_process(tmp_path: Path) -> None:
@@ -99,12 +99,8 @@ class _SseHandler(http.server.BaseHTTPRequestHandler):
 
 
 def test_first_text_probe_counts_refused_requests() -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SseHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        out = first_text_probe(server.server_address[1], "m", ["a", "bad", "b"], 4, {})
-    finally:
-        server.shutdown()
+    with serving(_SseHandler) as port:
+        out = first_text_probe(port, "m", ["a", "bad", "b"], 4, {})
     assert out["requests"] == 2 and out["failed"] == 1
     assert out["first_error"].startswith("HTTP 400: ") and "too long" in out["first_error"]
     assert out["first_chunk_has_text_share"] == 0.0  # the role chunk came first

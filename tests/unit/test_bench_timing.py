@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from bench import engine_stats
 from bench.client import on_end, on_start
 from bench.profiles import session_order
 from bench.report_timing import timing_rows, timing_section
+from tests.local_http import serving
 
 EXPOSITION = """\
 # HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.
@@ -91,14 +91,8 @@ def metrics_url() -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as port:
+        yield f"http://127.0.0.1:{port}/"
 
 
 def test_snapshot_reads_a_servers_metrics_over_http(metrics_url: str) -> None:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from app.healthcheck import api_key, check, health_url, main
+from tests.local_http import serving
 
 
 def free_port() -> int:
@@ -37,14 +37,10 @@ class Health(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[int]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Health)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield int(httpd.server_address[1])
+        with serving(Health) as port:
+            yield port
     finally:
-        httpd.shutdown()
-        httpd.server_close()
         Health.status = 200
         Health.seen_auth.clear()
 
