@@ -32,7 +32,7 @@ def appendix(data: dict[str, Any]) -> list[str]:
         "and the first chunk with text arrived. 'c=1 probe' sends 20 streamed requests one "
         "at a time, with prompts made as `vllm bench serve` makes the first workload's (random "
         "token ids, decoded and fitted to its input length; runs before 2026-11-30 16:40 UTC "
-        "sent the decoded ids unfitted, which re-encode to about twice as many tokens), "
+        "sent the decoded ids unfitted, which re-encode to 1.7-2 times as many tokens), "
         "and gives the medians of the time to the first chunk with choices (what `vllm bench "
         "serve` times as TTFT) and to the first chunk with text."
     )
