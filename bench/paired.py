@@ -51,12 +51,11 @@ class ServerSpec:
 
 def parse_spec(text: str) -> ServerSpec:
     label, sep, rest = text.partition("=")
-    words = shlex.split(rest if sep else text)
+    named = bool(sep) and bool(label) and label.strip() == label and " " not in label
+    words = shlex.split(rest if named else text)  # not named: '=' was in a flag
     if not words or words[0] not in ("vllm", "gateway"):
         raise ValueError(f"--server {text!r}: expected [LABEL=]vllm|gateway [FLAGS]")
-    return ServerSpec(
-        label=label.strip() if sep else words[0], kind=words[0], flags=tuple(words[1:])
-    )
+    return ServerSpec(label=label if named else words[0], kind=words[0], flags=tuple(words[1:]))
 
 
 def turn_order(labels: list[T], i: int) -> list[T]:
@@ -185,7 +184,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=18600, help="first port; +10 per server")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    args.specs = [parse_spec(s) for s in args.server or ["vllm", "gateway"]]
+    try:
+        args.specs = [parse_spec(s) for s in args.server or ["vllm", "gateway"]]
+    except ValueError as exc:
+        p.error(str(exc))
     if len({s.label for s in args.specs}) != len(args.specs):
         p.error("--server labels must differ")
     return args

@@ -27,6 +27,10 @@ def test_parse_spec_forms() -> None:
     assert parse_spec("gw1=gateway --api-server-count 1") == ServerSpec(
         "gw1", "gateway", ("--api-server-count", "1")
     )
+    # an '=' inside a flag is not a label
+    assert parse_spec("gateway --api-server-count=1") == ServerSpec(
+        "gateway", "gateway", ("--api-server-count=1",)
+    )
     with pytest.raises(ValueError, match="expected"):
         parse_spec("x=sglang")
     with pytest.raises(ValueError):
