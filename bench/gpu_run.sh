@@ -5,7 +5,7 @@
 #
 #   bash bench/gpu_run.sh                 # on the lent GPU, from the checkout's root
 #
-# Before it: PART_MAX_MIB=54 bash ../shared/gpu/stage.sh here (the checkout's own ~5 MiB
+# Before it: PART_MAX_MIB=54 bash ../shared/gpu/stage.sh here (the checkout's own ~7 MiB
 # count against a call's 64 MiB too), then one device call per part but the last
 # (carry [".gpu/partN"], `mkdir -p /root/stage && cp -r .gpu/partN/. /root/stage/`);
 # this script copies the part it is carried with (any .gpu/part*) itself. Wheels the
