@@ -9,11 +9,12 @@ servers share each moment: request i goes to every server in turn, in an order r
 by i, so drift falls on all of them alike and request i's TTFTs pair up. Each engine gets
 an equal share of the GPU's memory (`--gpu-memory-utilization`; c=1 needs little KV
 cache). Per request it records the client's TTFT (first chunk with choices, as `vllm bench
-serve` times it) and TPOT, and vLLM's own timings of that request, read from the server's
-`/metrics` before and after it (`bench.engine_stats`: TTFT from the request's arrival,
-queue, prefill, inter-token). `--system TEXT` sends every prompt a second time to each
-server behind that system message (target `<label>+sys`): the gateway adds an empty one
-where a request has none, so this sets the two servers' prompts to the same tokens.
+serve` times it), the time to the first chunk with text and TPOT, and vLLM's own timings
+of that request, read from the server's `/metrics` before and after it
+(`bench.engine_stats`: TTFT from the request's arrival, queue, prefill, inter-token).
+`--system TEXT` sends every prompt a second time to each server behind that system
+message (target `<label>+sys`): the gateway adds an empty one where a request has none,
+so this sets the two servers' prompts to the same tokens.
 Results: --out/summary.json (medians, paired differences against the first target, and
 every sample).
 """
@@ -35,7 +36,7 @@ from bench.first_text import random_prompts
 from bench.machine import favoured_client
 from bench.profiles import PROFILES, ROOT
 from bench.servers import ServerProcess, stop_all, stop_all_on_exit
-from bench.sse import chat_stream, first_delta
+from bench.sse import chat_stream, first_delta, has_text
 
 T = TypeVar("T")
 
@@ -65,16 +66,22 @@ def turn_order(labels: list[T], i: int) -> list[T]:
 
 
 def timed_request(port: int, body: dict[str, Any]) -> dict[str, float]:
-    """One streamed request: TTFT (first chunk with choices), end-to-end time and the
-    token counts of the final usage chunk; ValueError when it is not a 200."""
+    """One streamed request: TTFT (first chunk with choices), time to the first chunk with
+    text (vllm serve's first chunk is an empty role chunk, the gateway's carries text),
+    end-to-end time and the token counts of the final usage chunk; ValueError when it is
+    not a 200."""
     ttft: float | None = None
+    text: float | None = None
     end = 0.0
     usage: dict[str, Any] = {}
     with chat_stream(port, body) as events:
         for now, event in events:
             end = now
-            if ttft is None and first_delta(event) is not None:
+            delta = first_delta(event)
+            if ttft is None and delta is not None:
                 ttft = now
+            if text is None and has_text(delta):
+                text = now
             usage = event.get("usage") or usage
     if ttft is None:
         raise ValueError("no chunk with choices")
@@ -85,6 +92,8 @@ def timed_request(port: int, body: dict[str, Any]) -> dict[str, float]:
         "tokens": float(tokens),
         "prompt_tokens": float(usage.get("prompt_tokens") or 0),
     }
+    if text is not None:
+        out["text_ms"] = text * 1000
     if tokens > 1:
         out["tpot_ms"] = (end - ttft) * 1000 / (tokens - 1)
     return out
@@ -129,7 +138,7 @@ def summarize(samples: dict[str, list[dict[str, float] | None]]) -> dict[str, An
             "failed": len(samples[label]) - len(ok),
             "ttft_ms_quartiles": _quartiles([s["ttft_ms"] for s in ok]),
         }
-        for key in ("tpot_ms", "prompt_tokens", *ENGINE_KEYS.values()):
+        for key in ("text_ms", "tpot_ms", "prompt_tokens", *ENGINE_KEYS.values()):
             row[f"{key}_p50"] = _median([s[key] for s in ok if key in s])
         fronts = [s["ttft_ms"] - s["vllm_ttft_ms"] for s in ok if "vllm_ttft_ms" in s]
         row["front_end_ms_p50"] = _median(fronts)
@@ -139,7 +148,7 @@ def summarize(samples: dict[str, list[dict[str, float] | None]]) -> dict[str, An
                 for s, b in zip(samples[label], base, strict=True)
                 if s is not None and b is not None
             ]
-            for key in ("ttft_ms", "prefill_ms"):
+            for key in ("ttft_ms", "text_ms", "prefill_ms"):
                 diffs = [s[key] - b[key] for s, b in pairs if key in s and key in b]
                 row[f"{key}_minus_{labels[0]}_quartiles"] = _quartiles(diffs)
         out[label] = row

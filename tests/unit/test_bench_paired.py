@@ -95,6 +95,7 @@ def test_engine_sample_takes_one_requests_histogram_means() -> None:
 
 class _Stream(BaseHTTPRequestHandler):
     status = 200
+    texts = ("", "b", "c")  # an empty role chunk first, as vllm serve sends
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["Content-Length"]))
@@ -105,11 +106,10 @@ class _Stream(BaseHTTPRequestHandler):
             self.wfile.write(b'{"error": {"message": "no"}}')
             return
         chunks: list[dict[str, Any]] = [
-            {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "a"}}]},
-            {"choices": [{"index": 0, "delta": {"content": "b"}}]},
-            {"choices": [{"index": 0, "delta": {"content": "c"}}]},
-            {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 3}},
+            {"choices": [{"index": 0, "delta": {"content": text}}]} for text in self.texts
         ]
+        chunks[0]["choices"][0]["delta"]["role"] = "assistant"
+        chunks.append({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 3}})
         for chunk in chunks:
             self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
             self.wfile.flush()
@@ -124,11 +124,19 @@ def stream_port() -> Iterator[int]:
     with serving(_Stream) as port:
         yield port
     _Stream.status = 200
+    _Stream.texts = ("", "b", "c")
 
 
 def test_timed_request_reads_ttft_tokens_and_tpot(stream_port: int) -> None:
     out = timed_request(stream_port, {"messages": []})
     assert out["tokens"] == 3.0 and out["prompt_tokens"] == 5.0
+    assert out["ttft_ms"] <= out["text_ms"] <= out["e2e_ms"]
+
+
+def test_timed_request_without_text_has_no_text_time(stream_port: int) -> None:
+    _Stream.texts = ("", "", "")
+    out = timed_request(stream_port, {"messages": []})
+    assert "text_ms" not in out and out["tokens"] == 3.0
     assert 0 < out["ttft_ms"] <= out["e2e_ms"]
     assert out["tpot_ms"] == pytest.approx((out["e2e_ms"] - out["ttft_ms"]) / 2)
 
