@@ -14,7 +14,7 @@ import random
 import statistics
 from typing import Any
 
-from bench.sse import chat_stream, first_delta, has_text
+from bench.sse import StreamTimes, chat_stream
 
 
 def random_prompts(tokenizer_path: str, input_len: int, count: int, seed: int) -> list[str]:
@@ -52,21 +52,14 @@ def fit_to_length(tokenizer: Any, ids: list[int], length: int, rng: random.Rando
 def timed_stream(port: int, body: dict[str, Any]) -> tuple[float | None, float | None, bool]:
     """(first chunk with choices, first chunk with text) in seconds from sending, and
     whether that first chunk had the text; ValueError with the server's answer when it is
-    not a 200. (Two chunks read at once share a time: hence the flag.)"""
-    first: float | None = None
-    first_text: float | None = None
-    first_has_text = False
+    not a 200. Stops reading at the first text."""
+    times = StreamTimes()
     with chat_stream(port, body) as events:
         for now, event in events:
-            delta = first_delta(event)
-            if delta is None:
-                continue
-            if first is None:
-                first, first_has_text = now, has_text(delta)
-            if has_text(delta):
-                first_text = now
+            times.see(now, event)
+            if times.text is not None:
                 break
-    return first, first_text, first_has_text
+    return times.first, times.text, times.first_has_text
 
 
 def first_text_probe(

@@ -36,7 +36,7 @@ from bench.first_text import random_prompts
 from bench.machine import favoured_client
 from bench.profiles import PROFILES, ROOT
 from bench.servers import ServerProcess, stop_all, stop_all_on_exit
-from bench.sse import chat_stream, first_delta, has_text
+from bench.sse import StreamTimes, chat_stream
 
 T = TypeVar("T")
 
@@ -70,30 +70,22 @@ def timed_request(port: int, body: dict[str, Any]) -> dict[str, float]:
     text (vllm serve's first chunk is an empty role chunk, the gateway's carries text),
     end-to-end time and the token counts of the final usage chunk; ValueError when it is
     not a 200."""
-    ttft: float | None = None
-    text: float | None = None
-    end = 0.0
-    usage: dict[str, Any] = {}
+    times = StreamTimes()
     with chat_stream(port, body) as events:
         for now, event in events:
-            end = now
-            delta = first_delta(event)
-            if ttft is None and delta is not None:
-                ttft = now
-            if text is None and has_text(delta):
-                text = now
-            usage = event.get("usage") or usage
+            times.see(now, event)
+    ttft, end = times.first, times.end
     if ttft is None:
         raise ValueError("no chunk with choices")
-    tokens = int(usage.get("completion_tokens") or 0)
+    tokens = int(times.usage.get("completion_tokens") or 0)
     out = {
         "ttft_ms": ttft * 1000,
         "e2e_ms": end * 1000,
         "tokens": float(tokens),
-        "prompt_tokens": float(usage.get("prompt_tokens") or 0),
+        "prompt_tokens": float(times.usage.get("prompt_tokens") or 0),
     }
-    if text is not None:
-        out["text_ms"] = text * 1000
+    if times.text is not None:
+        out["text_ms"] = times.text * 1000
     if tokens > 1:
         out["tpot_ms"] = (end - ttft) * 1000 / (tokens - 1)
     return out

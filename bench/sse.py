@@ -7,6 +7,7 @@ import http.client
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -59,3 +60,26 @@ def first_delta(event: dict[str, Any]) -> dict[str, Any] | None:
 def has_text(delta: dict[str, Any] | None) -> bool:
     """Whether a delta carries generated text (answer or reasoning)."""
     return bool(delta and (delta.get("content") or delta.get("reasoning_content")))
+
+
+@dataclass
+class StreamTimes:
+    """When the chunks of one streamed chat response arrived, in seconds since sending;
+    `see` each event in order. (Two chunks read at once share a time: hence
+    `first_has_text`.)"""
+
+    first: float | None = None  # the first chunk with choices: what vllm bench serve times
+    first_has_text: bool = False
+    text: float | None = None  # the first chunk with text
+    end: float = 0.0
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    def see(self, now: float, event: dict[str, Any]) -> None:
+        self.end = now
+        delta = first_delta(event)
+        if delta is not None:
+            if self.first is None:
+                self.first, self.first_has_text = now, has_text(delta)
+            if self.text is None and has_text(delta):
+                self.text = now
+        self.usage = event.get("usage") or self.usage
