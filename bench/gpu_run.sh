@@ -19,7 +19,8 @@
 # bench.run still starts a server, default 150: a cold start took 140 s on the H200, and a
 # session cut before its first run measures nothing), MODEL_DIR, SKIP_INSTALL=1,
 # DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
-# PAIRED_ARGS (run bench.paired with these flags instead of bench.run).
+# PAIRED_ARGS (run bench.paired with these flags instead of bench.run), PROFILE_ARGS
+# (run bench.profile once per ';'-separated flag set instead; summaries as profile-N.json).
 set -uo pipefail
 T0=$(date +%s)
 OUT=${OUT:-/tmp/bench-out}
@@ -92,6 +93,23 @@ if [ -n "${PAIRED_ARGS:-}" ]; then
   # the device call is cut short (the two or three server logs come with it)
   timeout -k 10 "$LEFT" "$PY" -m bench.paired --profile gpu --model "$MODEL_DIR" --out "$OUT/paired" "$@"
   say "bench.paired exit $?"
+  exit 0
+fi
+if [ -n "${PROFILE_ARGS:-}" ]; then
+  # or bench.profile (py-spy of the server under load), once per ';'-separated flag set,
+  # e.g. "--server gateway --server-args '--api-server-count 1' ...; --server vllm ..."
+  IFS=';' read -ra SETS <<< "$PROFILE_ARGS"
+  n=0
+  for flags in "${SETS[@]}"; do
+    n=$((n + 1))
+    LEFT=$(( BUDGET - $(elapsed) - 25 ))
+    say "bench.profile $n with ${LEFT}s left: $flags"
+    eval "set -- $flags"
+    timeout -k 10 "$LEFT" "$PY" -m bench.profile --profile gpu --model "$MODEL_DIR" \
+      --out "$RES/profile-$n" "$@"
+    say "bench.profile $n exit $?"
+    cp "$RES/profile-$n/summary.json" "$OUT/profile-$n.json" 2>/dev/null || true
+  done
   exit 0
 fi
 say "bench.run with ${LEFT}s left"

@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -169,6 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None)
     p.add_argument("--gateway-root", default=None, help="run the gateway from this checkout")
     p.add_argument(
+        "--server-args",
+        default="",
+        help="extra flags for the server, one string (e.g. '--api-server-count 1')",
+    )
+    p.add_argument(
         "--gil",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -194,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     i, o = (int(x) for x in args.workload.split("x"))
     server = bench_server(
         args.server, prof, python=args.python, model=model, port=args.port,
-        log_path=out / "server.log", gateway_root=args.gateway_root,
+        log_path=out / "server.log", extra=shlex.split(args.server_args),
+        gateway_root=args.gateway_root,
     )  # fmt: skip
     client = None
     try:
@@ -234,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             summary["processes"] = summarize_processes(raw)
         summary.update(
             server=args.server,
+            server_args=args.server_args,
             concurrency=args.concurrency,
             workload=args.workload,
             record_wall_s=round(wall, 1),

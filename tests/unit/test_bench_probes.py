@@ -7,7 +7,9 @@ import asyncio
 import datetime as dt
 import http.server
 import json
+import os
 import random
+import subprocess
 import types
 from pathlib import Path
 from typing import Any
@@ -131,3 +133,35 @@ def test_fit_to_length_reaches_the_target_after_re_encoding() -> None:
     assert len(tok.encode(tok.decode(ids))) > 64  # the naive prompt would be too long
     prompt = fit_to_length(tok, ids, 64, rng)
     assert len(tok.encode(prompt)) == 64
+
+
+def test_gpu_run_runs_bench_profile_once_per_flag_set(tmp_path: Path) -> None:
+    """PROFILE_ARGS: one bench.profile per ';'-separated set, quoted flags kept whole."""
+    calls = tmp_path / "calls.txt"
+    fake_python = tmp_path / "python"
+    fake_python.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> {calls}\necho >> {calls}\n')
+    fake_python.chmod(0o755)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    env = {
+        **os.environ,
+        "DRY_RUN": "1",
+        "PYTHON": str(fake_python),
+        "OUT": str(tmp_path / "out"),
+        "RES_DIR": str(tmp_path / "res"),
+        "MODEL_DIR": str(model),
+        "PROFILE_ARGS": "--server gateway --server-args '--api-server-count 1'; --server vllm",
+    }
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        ["bash", "bench/gpu_run.sh"], cwd=root, env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout.decode()[-2000:]
+    profiles = [line for line in calls.read_text().splitlines() if "|bench.profile|" in line]
+    assert len(profiles) == 2
+    first, second = (line.split("|") for line in profiles)
+    assert first[first.index("--server-args") + 1] == "--api-server-count 1"
+    assert first[first.index("--out") + 1] == str(tmp_path / "res" / "profile-1")
+    assert second[second.index("--server") + 1] == "vllm"
+    assert "--server-args" not in second
