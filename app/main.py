@@ -34,6 +34,7 @@ from app.observe import ObserveMiddleware
 from app.routes import chat, completions, health, metrics, models, tokenize
 from app.settings import Settings
 from app.state import Gateway
+from app.warmup import warm_up
 
 if TYPE_CHECKING:
     from vllm.engine.arg_utils import AsyncEngineArgs
@@ -145,6 +146,8 @@ def create_app(
                 created=int(time.time()),
             )
             gateway.defaults = server_defaults(gateway)
+            if settings.warmup:
+                await warm_up(gateway)
             app.state.gateway = gateway
             if client_config is not None:  # one of several HTTP workers
                 app.state.engine_responds = running.responds

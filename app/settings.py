@@ -112,6 +112,12 @@ class Settings(BaseSettings):
         description="HTTP worker processes sharing the one engine (as vllm serve's flag); "
         "0 = auto: 1 on CPU, one per 4 cores up to 4 with a GPU.",
     )
+    warmup: bool = Field(
+        default=True,
+        description="Before serving, run a few short generations with the default sampling "
+        "(first-use costs, and vLLM 0.26's sampling-kernel compiles on a GPU, leave the "
+        "first client's path).",
+    )
     max_body_bytes: int = Field(
         default=8 * 1024 * 1024, gt=0, description="Largest request body accepted, in bytes."
     )
