@@ -158,7 +158,7 @@ def pair(
         threading.Thread(target=boot, args=("guarded", [
             "--api-key", ",".join(KEYS), "--max-pending-requests", "2", "--drain-timeout", "3",
         ])),
-        threading.Thread(target=boot, args=("mortal", [])),
+        threading.Thread(target=boot, args=("mortal", ["--no-warmup"])),
     ]  # fmt: skip
     for t in threads:
         t.start()
@@ -245,6 +245,8 @@ def test_sigterm_drains_then_exits_zero(pair) -> None:  # type: ignore[no-untype
 
 def test_engine_death(pair) -> None:  # type: ignore[no-untyped-def]
     _, (proc, mortal) = pair
+    assert "warm-up" not in mortal.log.read_text(errors="replace")  # --no-warmup
+    assert metric(mortal, "vllm:request_success_total") == 0
     reader = StreamReader(mortal, 1900)
     frames = reader.frames
     wait_for(lambda: len(frames) >= 1, 30)

@@ -81,6 +81,15 @@ def test_two_workers_one_engine(workers) -> None:  # type: ignore[no-untyped-def
     assert len(_named(family, "EngineCore")) == 1
 
 
+def test_each_worker_warms_up_and_only_the_engine_counts_it(workers) -> None:  # type: ignore[no-untyped-def]
+    _, live, _ = workers
+    assert live.log.read_text(errors="replace").count("warm-up: 34 requests") == 2
+    # before any client request: the engine served 2 x 34, the gateway answered no chat
+    assert metric(live, "vllm:request_success_total") == 68
+    text = httpx.get(live.base_url + "/metrics").text
+    assert 'route="/v1/chat/completions"' not in text
+
+
 def test_requests_spread_over_workers_and_metrics_sum(workers) -> None:  # type: ignore[no-untyped-def]
     _, live, prom_dir = workers
     before = metric(live, CHAT)
