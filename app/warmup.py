@@ -2,13 +2,13 @@
 
 On a fresh process the first chat request costs several times a later one: the chat
 template is compiled, the tokenizer, the engine client and the detokenizer take their
-first-call paths, and on a GPU vLLM 0.26 JIT-compiles its Triton top-k/top-p sampling
-kernel in the engine core the first time a batch of each alignment class (1, a multiple
-of 16, any other size) samples with top_k/top_p, which the gateway's Qwen3 defaults
-always set. (Later vLLM releases warm those kernels themselves.) So before the gateway
-serves, it runs a few short generations through the same render, tokenize and sampling
-steps a request takes, with the server's default sampling: one alone, then batches of 16
-and 17 at once.
+first-call paths, anyio loads its asyncio backend for the first streamed response, and
+on a GPU vLLM 0.26 JIT-compiles its Triton top-k/top-p sampling kernel in the engine core
+the first time a batch of each alignment class (1, a multiple of 16, any other size)
+samples with top_k/top_p, which the gateway's Qwen3 defaults always set. (Later vLLM
+releases warm those kernels themselves.) So before the gateway serves, it runs a few
+short generations through the same render, tokenize and sampling steps a request takes,
+with the server's default sampling: one alone, then batches of 16 and 17 at once.
 
 The warm-up requests go to the engine directly, not through HTTP: the gateway's own
 request metrics do not count them; vLLM's engine counters (`vllm:request_success_total`,
@@ -22,6 +22,8 @@ import logging
 import time
 import uuid
 from typing import TYPE_CHECKING, Final
+
+import anyio
 
 from app.chat.normalize import normalize
 from app.chat.prompt import render_prompt
@@ -60,6 +62,10 @@ async def warm_up(gateway: Gateway, batches: tuple[int, ...] = BATCHES) -> float
 
 async def _warm_up(gateway: Gateway, batches: tuple[int, ...]) -> float:
     started = time.perf_counter()
+    # Starlette's StreamingResponse opens an anyio task group per stream, and anyio imports
+    # its asyncio backend on the first one: 12 ms on the CI box, paid by the first stream.
+    async with anyio.create_task_group():
+        pass
     normalized = normalize(warmup_request(), gateway.defaults)
     prompt = await render_prompt(
         gateway.engine.tokenizer, normalized.request, normalized.template_kwargs
