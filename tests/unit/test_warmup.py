@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
+import sys
 import types
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -77,3 +79,32 @@ async def test_a_failed_warm_up_is_logged_not_raised(
     with caplog.at_level(logging.WARNING, logger="app.warmup"):
         assert await warm_up(gateway_with(engine)) is None
     assert "warm-up failed, serving without it: engine said no" in caplog.text
+
+
+FRESH_PROCESS = """
+import asyncio, sys, types
+from transformers import AutoTokenizer
+from app.chat.normalize import Defaults
+from app.warmup import warm_up
+
+class Engine:
+    tokenizer = AutoTokenizer.from_pretrained(sys.argv[1])
+    async def generate(self, prompt, params, request_id, arrival_time=None):
+        yield None
+
+before = "anyio._backends._asyncio" in sys.modules
+asyncio.run(warm_up(types.SimpleNamespace(engine=Engine(), defaults=Defaults()), (1,)))
+print(before, "anyio._backends._asyncio" in sys.modules)
+"""
+
+
+def test_warm_up_loads_anyio_backend_before_the_first_stream(tiny_dir: Any) -> None:
+    """In a fresh process: Starlette's first streamed response would import it (12 ms)."""
+    done = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS, str(tiny_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "True"]
