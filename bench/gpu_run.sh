@@ -19,7 +19,8 @@
 # bench.run still starts a server, default 150: a cold start took 140 s on the H200, and a
 # session cut before its first run measures nothing), MODEL_DIR, SKIP_INSTALL=1,
 # DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
-# PAIRED_ARGS (run bench.paired with these flags instead of bench.run), PROFILE_ARGS
+# PAIRED_ARGS (run bench.paired with these flags instead of bench.run), COLD_ARGS (run
+# bench.cold_start with these flags instead: fresh servers' first requests), PROFILE_ARGS
 # (run bench.profile once per ';'-separated flag set instead; summaries as profile-N.json).
 set -uo pipefail
 T0=$(date +%s)
@@ -93,6 +94,15 @@ if [ -n "${PAIRED_ARGS:-}" ]; then
   # the device call is cut short (the two or three server logs come with it)
   timeout -k 10 "$LEFT" "$PY" -m bench.paired --profile gpu --model "$MODEL_DIR" --out "$OUT/paired" "$@"
   say "bench.paired exit $?"
+  exit 0
+fi
+if [ -n "${COLD_ARGS:-}" ]; then
+  # or bench.cold_start: each server started on an empty Triton cache, its first bursts timed
+  say "bench.cold_start with ${LEFT}s left"
+  eval "set -- $COLD_ARGS"
+  timeout -k 10 "$LEFT" "$PY" -m bench.cold_start --profile gpu --model "$MODEL_DIR" \
+    --out "$OUT/cold" --deadline-s "$LEFT" --python "$PY" "$@"
+  say "bench.cold_start exit $?"
   exit 0
 fi
 if [ -n "${PROFILE_ARGS:-}" ]; then

@@ -1,7 +1,8 @@
 """Several servers up at once, one streamed request at a time, taking turns.
 
     python -m bench.paired --profile gpu --model DIR --workload 1024x128 --requests 100 \\
-        --server vllm --server gateway --server 'gw1=gateway --api-server-count 1'
+        --server vllm --server gateway --server 'gw1=gateway --api-server-count 1' \\
+        --server 'gwfork=VLLM_WORKER_MULTIPROC_METHOD=fork gateway --api-server-count 1'
 
 `bench.run` runs one server at a time, and on the H200 two sessions of the same server
 minutes apart differed by more (c=1 TTFT p50 23 to 36 ms) than the servers did. Here the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import statistics
 import sys
@@ -43,20 +45,30 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class ServerSpec:
-    """`--server LABEL=KIND FLAGS...`, or just `KIND` (then LABEL is KIND)."""
+    """`--server LABEL=[VAR=VALUE...] KIND FLAGS...`, or just `KIND` (then LABEL is KIND);
+    the VAR=VALUE words (a label is needed then) are that server's own environment."""
 
     label: str
     kind: str
     flags: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+
+
+_ENV_WORD = re.compile(r"([A-Z_][A-Z0-9_]*)=(.*)", re.DOTALL)
 
 
 def parse_spec(text: str) -> ServerSpec:
     label, sep, rest = text.partition("=")
     named = bool(sep) and bool(label) and label.strip() == label and " " not in label
     words = shlex.split(rest if named else text)  # not named: '=' was in a flag
+    env: list[tuple[str, str]] = []
+    while named and words and (match := _ENV_WORD.fullmatch(words[0])):
+        env.append((match[1], match[2]))
+        words.pop(0)
     if not words or words[0] not in ("vllm", "gateway"):
-        raise ValueError(f"--server {text!r}: expected [LABEL=]vllm|gateway [FLAGS]")
-    return ServerSpec(label=label if named else words[0], kind=words[0], flags=tuple(words[1:]))
+        raise ValueError(f"--server {text!r}: expected [LABEL=[VAR=VALUE...]]vllm|gateway [FLAGS]")
+    label = label if named else words[0]
+    return ServerSpec(label=label, kind=words[0], flags=tuple(words[1:]), env=tuple(env))
 
 
 def turn_order(labels: list[T], i: int) -> list[T]:
@@ -214,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         result = {
             "args": {k: v for k, v in vars(args).items() if k != "specs"},
             "servers": {
-                s.label: {"kind": s.kind, "flags": [*s.flags, *memory]} for s in args.specs
+                s.label: {"kind": s.kind, "flags": [*s.flags, *memory], "env": dict(s.env)}
+                for s in args.specs
             },
             "summary": summary,
             "errors": errors,
@@ -229,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
                 spec.kind, prof, python=args.python, model=model, port=args.port + 10 * n,
                 log_path=out / f"server-{spec.label}.log", extra=[*spec.flags, *memory],
             )  # fmt: skip
+            server.env.update(spec.env)
             server.start()
             servers[spec.label] = server
             print(f"paired: {spec.label} ready after {server.wait_ready(900):.0f} s", flush=True)

@@ -33,6 +33,17 @@ def test_parse_spec_forms() -> None:
     )
     with pytest.raises(ValueError, match="expected"):
         parse_spec("x=sglang")
+    # VAR=VALUE words after the label: that server's own environment
+    assert parse_spec("gwfork=VLLM_WORKER_MULTIPROC_METHOD=fork A_B='x y' gateway --x=1") == (
+        ServerSpec(
+            "gwfork",
+            "gateway",
+            ("--x=1",),
+            (("VLLM_WORKER_MULTIPROC_METHOD", "fork"), ("A_B", "x y")),
+        )
+    )
+    with pytest.raises(ValueError, match="expected"):  # no label: the first '=' names it
+        parse_spec("VLLM_WORKER_MULTIPROC_METHOD=fork gateway")
     with pytest.raises(ValueError):
         parse_spec("")
 

@@ -135,8 +135,8 @@ def test_fit_to_length_reaches_the_target_after_re_encoding() -> None:
     assert len(tok.encode(prompt)) == 64
 
 
-def test_gpu_run_runs_bench_profile_once_per_flag_set(tmp_path: Path) -> None:
-    """PROFILE_ARGS: one bench.profile per ';'-separated set, quoted flags kept whole."""
+def _dry_gpu_run(tmp_path: Path, **knobs: str) -> list[list[str]]:
+    """gpu_run.sh in DRY_RUN with a fake python that records its arguments; its calls."""
     calls = tmp_path / "calls.txt"
     fake_python = tmp_path / "python"
     fake_python.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> {calls}\necho >> {calls}\n')
@@ -151,17 +151,42 @@ def test_gpu_run_runs_bench_profile_once_per_flag_set(tmp_path: Path) -> None:
         "OUT": str(tmp_path / "out"),
         "RES_DIR": str(tmp_path / "res"),
         "MODEL_DIR": str(model),
-        "PROFILE_ARGS": "--server gateway --server-args '--api-server-count 1'; --server vllm",
+        **knobs,
     }
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         ["bash", "bench/gpu_run.sh"], cwd=root, env=env, capture_output=True, timeout=60
     )
     assert done.returncode == 0, done.stdout.decode()[-2000:]
-    profiles = [line for line in calls.read_text().splitlines() if "|bench.profile|" in line]
+    return [line.split("|") for line in calls.read_text().splitlines()]
+
+
+def test_gpu_run_runs_bench_profile_once_per_flag_set(tmp_path: Path) -> None:
+    """PROFILE_ARGS: one bench.profile per ';'-separated set, quoted flags kept whole."""
+    calls = _dry_gpu_run(
+        tmp_path,
+        PROFILE_ARGS="--server gateway --server-args '--api-server-count 1'; --server vllm",
+    )
+    profiles = [call for call in calls if "bench.profile" in call]
     assert len(profiles) == 2
-    first, second = (line.split("|") for line in profiles)
+    first, second = profiles
     assert first[first.index("--server-args") + 1] == "--api-server-count 1"
     assert first[first.index("--out") + 1] == str(tmp_path / "res" / "profile-1")
     assert second[second.index("--server") + 1] == "vllm"
     assert "--server-args" not in second
+
+
+def test_gpu_run_runs_bench_cold_start_instead_of_the_ab(tmp_path: Path) -> None:
+    """COLD_ARGS: one bench.cold_start with those flags (quoted specs whole), no bench.run."""
+    calls = _dry_gpu_run(
+        tmp_path, COLD_ARGS="--server 'gw=gateway --no-warmup' --server vllm --repeats 2"
+    )
+    cold = [call for call in calls if "bench.cold_start" in call]
+    assert len(cold) == 1 and not [call for call in calls if "bench.run" in call]
+    (call,) = cold
+    assert [call[i + 1] for i, word in enumerate(call) if word == "--server"] == [
+        "gw=gateway --no-warmup",
+        "vllm",
+    ]
+    assert call[call.index("--out") + 1] == str(tmp_path / "out" / "cold")
+    assert call[call.index("--repeats") + 1] == "2"
