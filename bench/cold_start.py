@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +29,7 @@ from typing import Any
 from bench.commands import bench_server, ensure_model
 from bench.first_text import random_prompts
 from bench.machine import favoured_client
-from bench.paired import ServerSpec, parse_spec, timed_request
+from bench.paired import ServerSpec, parse_specs, timed_request
 from bench.profiles import PROFILES, ROOT
 from bench.servers import stop_all_on_exit
 
@@ -88,13 +89,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--start-estimate-s", type=float, default=120.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=18700)
-    p.add_argument("--python", default="python3")
+    p.add_argument("--python", default=sys.executable)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    try:
-        args.specs = [parse_spec(s) for s in args.server or ["vllm", "gateway"]]
-    except ValueError as exc:
-        p.error(str(exc))
+    args.specs = parse_specs(p, args.server)
     return args
 
 

@@ -71,6 +71,18 @@ def parse_spec(text: str) -> ServerSpec:
     return ServerSpec(label=label, kind=words[0], flags=tuple(words[1:]), env=tuple(env))
 
 
+def parse_specs(parser: argparse.ArgumentParser, texts: list[str]) -> list[ServerSpec]:
+    """The `--server` options (default: vllm, gateway); a parser error for a bad one or for
+    a label used twice."""
+    try:
+        specs = [parse_spec(s) for s in texts or ["vllm", "gateway"]]
+    except ValueError as exc:
+        parser.error(str(exc))
+    if len({s.label for s in specs}) != len(specs):
+        parser.error("--server labels must differ")
+    return specs
+
+
 def turn_order(labels: list[T], i: int) -> list[T]:
     """Request i's order: the labels rotated by i, so each server goes first as often."""
     k = i % len(labels)
@@ -197,12 +209,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=18600, help="first port; +10 per server")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    try:
-        args.specs = [parse_spec(s) for s in args.server or ["vllm", "gateway"]]
-    except ValueError as exc:
-        p.error(str(exc))
-    if len({s.label for s in args.specs}) != len(args.specs):
-        p.error("--server labels must differ")
+    args.specs = parse_specs(p, args.server)
     return args
 
 
