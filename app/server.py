@@ -118,6 +118,11 @@ def serve_app(app: FastAPI, settings: Settings, sock: socket.socket | None = Non
     except SystemExit:  # raised by handle_exit while the loop was idle during start-up
         if server.interrupted_by is None:
             raise
+    except KeyboardInterrupt:
+        # SIGINT after a clean shutdown: uvicorn raises the signal again once it has
+        # stopped, and asyncio turns that into KeyboardInterrupt (uvicorn's own `run`
+        # swallows it too); exit as a SIGINT stop, without a traceback.
+        return 128 + signal.SIGINT
     if server.interrupted_by is not None:
         return 128 + server.interrupted_by
     if server.lifecycle.exit_code is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -70,10 +71,15 @@ def server_env(home: Path) -> dict[str, str]:
 
 
 def start_gateway(
-    tmp: Path, model_dir: Path, home: Path, extra: list[str], env: dict[str, str]
+    tmp: Path,
+    model_dir: Path,
+    home: Path,
+    extra: list[str],
+    env: dict[str, str],
+    nofile: int | None = None,
 ) -> tuple[subprocess.Popen[bytes], LiveGateway]:
     """A gateway process on the tiny model, once /health answers 200."""
-    proc, live = launch_gateway(tmp, model_dir, home, extra, env)
+    proc, live = launch_gateway(tmp, model_dir, home, extra, env, nofile)
     try:
         wait_healthy(live.base_url, proc, live.log, STARTUP_TIMEOUT)
     except BaseException:
@@ -83,9 +89,15 @@ def start_gateway(
 
 
 def launch_gateway(
-    tmp: Path, model_dir: Path, home: Path, extra: list[str], env: dict[str, str]
+    tmp: Path,
+    model_dir: Path,
+    home: Path,
+    extra: list[str],
+    env: dict[str, str],
+    nofile: int | None = None,
 ) -> tuple[subprocess.Popen[bytes], LiveGateway]:
-    """A gateway process on the tiny model, just launched (still starting)."""
+    """A gateway process on the tiny model, just launched (still starting); with `nofile`,
+    started with that soft open-files limit (as `ulimit -Sn` would)."""
     port = free_port()
     log = tmp / f"gateway-{port}.log"
     cmd = [
@@ -95,8 +107,16 @@ def launch_gateway(
         *extra,
     ]  # fmt: skip
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+            preexec_fn=None if nofile is None else lambda: _soft_nofile(nofile),
+        )  # fmt: skip
     return proc, LiveGateway(f"http://127.0.0.1:{port}", str(model_dir), home, log)
+
+
+def _soft_nofile(limit: int) -> None:
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
 
 
 def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:

@@ -1,0 +1,80 @@
+"""The gateway's process set up as `vllm serve` sets up its own, on a real gateway: many
+connections at once under a low open-files limit, and a clean stop on SIGINT (Ctrl-C)."""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from app.process_setup import FD_TARGET
+from tests.integration.conftest import LiveGateway, server_env, start_gateway, stop
+from tests.integration.live_helpers import engine_cores
+
+LOW_SOFT_LIMIT = 128
+CONNECTIONS = 300  # each holds a descriptor in the gateway: more than LOW_SOFT_LIMIT
+
+
+@pytest.fixture(scope="module")
+def gateway_at_low_limit(
+    tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, test_home: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], LiveGateway]]:
+    """A gateway started with `ulimit -Sn 128`."""
+    tmp = tmp_path_factory.mktemp("process")
+    env = server_env(test_home)
+    proc, live = start_gateway(tmp, tiny_model_dir, test_home, [], env, nofile=LOW_SOFT_LIMIT)
+    try:
+        yield proc, live
+    finally:
+        if proc.poll() is None:
+            stop(proc)
+
+
+def test_the_soft_open_files_limit_is_raised(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
+    proc, _ = gateway_at_low_limit
+    soft, hard = psutil.Process(proc.pid).rlimit(psutil.RLIMIT_NOFILE)
+    assert soft == (FD_TARGET if hard == resource.RLIM_INFINITY else min(FD_TARGET, hard))
+
+
+def test_many_connections_at_once_each_get_an_answer(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
+    """300 clients connected at the same time, each asking /health on its own connection."""
+    _, live = gateway_at_low_limit
+    port = int(live.base_url.rsplit(":", 1)[1])
+
+    async def run() -> list[str]:
+        opened = await asyncio.gather(
+            *(asyncio.open_connection("127.0.0.1", port) for _ in range(CONNECTIONS))
+        )
+        try:
+            for _, writer in opened:
+                writer.write(b"GET /health HTTP/1.1\r\nHost: gateway\r\n\r\n")
+            lines = await asyncio.gather(
+                *(asyncio.wait_for(reader.readline(), 30) for reader, _ in opened)
+            )
+        finally:
+            for _, writer in opened:
+                writer.close()
+        return [line.decode(errors="replace").strip() for line in lines]
+
+    statuses = asyncio.run(run())
+    refused = [s for s in statuses if not s.startswith("HTTP/1.1 200")]
+    assert not refused, f"{len(refused)} of {CONNECTIONS} got no answer: {refused[:3]}"
+
+
+def test_sigint_stops_it_cleanly(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
+    """Ctrl-C: exit status 130, no traceback, the engine core gone (runs last here)."""
+    proc, live = gateway_at_low_limit
+    cores = engine_cores(proc.pid)
+    assert cores
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 128 + signal.SIGINT
+    log = live.log.read_text(errors="replace")
+    assert "Traceback" not in log and "KeyboardInterrupt" not in log, log[-3000:]
+    _, alive = psutil.wait_procs(cores, timeout=30)
+    assert not alive, "engine core left running"
