@@ -31,8 +31,9 @@ def use_spawn(environ: MutableMapping[str, str]) -> None:
 
 def raise_fd_limit(target: int = FD_TARGET) -> int:
     """Raise the soft open-files limit to `target` (at most the hard limit), as `vllm serve`
-    does: each client connection holds a descriptor, and at the common soft limit of 1,024
-    a busy server would refuse connections with EMFILE. Never lowers it; the soft limit."""
+    does: each client connection holds a descriptor, and past the soft limit (often 1,024)
+    the server closes connections it cannot accept (EMFILE). Never lowers it; returns the
+    soft limit in effect."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = target if hard == resource.RLIM_INFINITY else min(target, hard)
     if soft != resource.RLIM_INFINITY and soft < wanted:

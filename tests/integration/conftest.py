@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import resource
 import socket
 import subprocess
 import sys
@@ -106,17 +105,11 @@ def launch_gateway(
         "--max-model-len", "2048", "--max-num-seqs", "64", "--enforce-eager",
         *extra,
     ]  # fmt: skip
+    if nofile is not None:  # the shell execs python: the pid stays the gateway's
+        cmd = ["bash", "-c", f'ulimit -Sn {nofile} && exec "$0" "$@"', *cmd]
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-            preexec_fn=None if nofile is None else lambda: _soft_nofile(nofile),
-        )  # fmt: skip
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
     return proc, LiveGateway(f"http://127.0.0.1:{port}", str(model_dir), home, log)
-
-
-def _soft_nofile(limit: int) -> None:
-    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
 
 
 def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
