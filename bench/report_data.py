@@ -42,6 +42,11 @@ def load(paths: Iterable[Path]) -> dict[str, Any]:
             merged["finished"] = data.get("finished", merged.get("finished"))
             merged["loadavg_end"] = data.get("loadavg_end", merged.get("loadavg_end"))
             merged.setdefault("skipped", []).extend(data.get("skipped", []))
+            for key in ("workloads", "concurrencies"):
+                # a later invocation may have run other points (the header lists them all)
+                seen = merged.setdefault(key, [])
+                seen.extend(x for x in data.get(key, []) if x not in seen)
+            merged["concurrencies"].sort()
         offset = max([r["round"] for r in merged["runs"]] + [offset])
     if merged is None:
         raise SystemExit("no results given")

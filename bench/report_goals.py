@@ -63,10 +63,18 @@ def goal_checks(data: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[
                 )
         for r in rows:
             g, v = r["gateway"]["median_ttft_ms"], r["vllm"]["median_ttft_ms"]
+            pairs = [x for x in r["round_ratios"]["median_ttft_ms"] if x is not None]
+            # judged on the medians; the pairs say how often each round agreed
+            paired = (
+                f"; lower in {sum(x < 1 for x in pairs)} of {len(pairs)} rounds (median of "
+                f"per-round ratios {fmt(r['median_round_ratio']['median_ttft_ms'], '{:.3f}')})"
+                if pairs
+                else ""
+            )
             checks.append(
                 (
                     f"TTFT p50 ≤ vllm serve at c={r['concurrency']} ({r['workload']})",
-                    f"{fmt(g, '{:.1f}')} vs {fmt(v, '{:.1f}')} ms",
+                    f"{fmt(g, '{:.1f}')} vs {fmt(v, '{:.1f}')} ms{paired}",
                     g is not None and v is not None and g <= v,
                 )
             )

@@ -58,6 +58,16 @@ def test_a_reports_own_json_keeps_its_sources(tmp_path: Path) -> None:
     assert load([tmp_path / "report.json"])["sources"] == merged["sources"]
 
 
+def test_merged_results_list_every_invocations_points(tmp_path: Path) -> None:
+    first = {"runs": [], "sessions": [], "workloads": ["1024x128"], "concurrencies": [256]}
+    second = {**first, "workloads": ["1024x128", "128x1024"], "concurrencies": [1, 64, 256]}
+    for name, data in (("a.json", first), ("b.json", second)):
+        (tmp_path / name).write_text(json.dumps(data))
+    merged = load([tmp_path / "a.json", tmp_path / "b.json"])
+    assert merged["workloads"] == ["1024x128", "128x1024"]
+    assert merged["concurrencies"] == [1, 64, 256]
+
+
 def test_the_never_below_goal_shows_the_lowest_single_round_too() -> None:
     def row(conc: int, req: float, tok: float, rounds: list[float | None]) -> dict[str, Any]:
         return {
@@ -78,4 +88,22 @@ def test_the_never_below_goal_shows_the_lowest_single_round_too() -> None:
         "never below 1.0× vllm serve (throughput, medians over rounds)",
         "lowest 1.012× (1024x128@64 request_throughput); lowest single round 0.940× (1024x128@64)",
         True,
+    )
+
+
+def test_a_ttft_goal_is_judged_on_medians_and_shows_the_rounds_pairs() -> None:
+    row = {
+        "workload": "128x64",
+        "concurrency": 8,
+        "gateway": {"median_ttft_ms": 23.5},
+        "vllm": {"median_ttft_ms": 23.4},
+        "round_ratios": {"median_ttft_ms": [0.72, 1.09, 0.95, None]},
+        "median_round_ratio": {"median_ttft_ms": 0.95},
+    }
+    data = {"profile": "cpu", "sessions": [], "runs": []}
+    (goal,) = [c for c in goal_checks(data, [row]) if c[0].startswith("TTFT")]
+    assert goal == (
+        "TTFT p50 ≤ vllm serve at c=8 (128x64)",
+        "23.5 vs 23.4 ms; lower in 2 of 3 rounds (median of per-round ratios 0.950)",
+        False,
     )
