@@ -17,7 +17,8 @@
 # Knobs (environment): BENCH_BUDGET_S (seconds the whole script may take, default 560),
 # BENCH_ARGS (extra bench.run flags), SESSION_ESTIMATE_S (the least time left at which
 # bench.run still starts a server, default 150: a cold start took 140 s on the H200, and a
-# session cut before its first run measures nothing), MODEL_DIR, SKIP_INSTALL=1,
+# session cut before its first run measures nothing), MODEL_DIR, RES_DIR (bench.run's results;
+# default a fresh /tmp/bench-res-<time>-<pid> per call), SKIP_INSTALL=1,
 # DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
 # PAIRED_ARGS (run bench.paired with these flags instead of bench.run), COLD_ARGS (run
 # bench.cold_start with these flags instead: fresh servers' first requests), PROFILE_ARGS
@@ -29,7 +30,8 @@ mkdir -p "$OUT"
 exec > >(tee -a "$OUT/gpu_run.log") 2>&1
 BUDGET=${BENCH_BUDGET_S:-560}
 MODEL_DIR=${MODEL_DIR:-/root/models/qwen3-0.6b-random}
-RES=${RES_DIR:-/tmp/bench-res}
+# a folder of this call's own: calls on one warm machine would otherwise pack each other's files
+RES=${RES_DIR:-/tmp/bench-res-$T0-$$}
 PY=${PYTHON:-python3}
 elapsed() { echo $(( $(date +%s) - T0 )); }
 say() { echo "== [$(elapsed)s] $*"; }

@@ -86,10 +86,14 @@ PROFILES: dict[str, Profile] = {
         min_prompts=16,
         # c=1 1024x128: its TTFTs are bimodal on the H200 (p50 29, p90 41 ms), so 16
         # requests let the median jump between modes; 40 take ~9 s more per server.
+        # 128x1024@256: `vllm bench serve`'s default 1,000 prompts (three full batches
+        # and one of 232); the 384 of sessions 5-10 ended in a half-full batch for a
+        # third of the run. 128x1024@1: 16 requests (~30 s), as 6 left the median to
+        # one or two requests' TPOT.
         prompt_overrides={
             "1024x128@1": 40,
-            "128x1024@1": 6,
-            "128x1024@256": 384,
+            "128x1024@1": 16,
+            "128x1024@256": 1000,
             "1024x128@256": 768,
         },
         warmups_cap=32,

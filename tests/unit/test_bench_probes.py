@@ -135,8 +135,9 @@ def test_fit_to_length_reaches_the_target_after_re_encoding() -> None:
     assert len(tok.encode(prompt)) == 64
 
 
-def _dry_gpu_run(tmp_path: Path, **knobs: str) -> list[list[str]]:
-    """gpu_run.sh in DRY_RUN with a fake python that records its arguments; its calls."""
+def _dry_gpu_run(tmp_path: Path, **knobs: str | None) -> list[list[str]]:
+    """gpu_run.sh in DRY_RUN with a fake python that records its arguments; its calls
+    (a knob of None unsets that variable)."""
     calls = tmp_path / "calls.txt"
     fake_python = tmp_path / "python"
     fake_python.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> {calls}\necho >> {calls}\n')
@@ -151,8 +152,10 @@ def _dry_gpu_run(tmp_path: Path, **knobs: str) -> list[list[str]]:
         "OUT": str(tmp_path / "out"),
         "RES_DIR": str(tmp_path / "res"),
         "MODEL_DIR": str(model),
-        **knobs,
+        **{name: value for name, value in knobs.items() if value is not None},
     }
+    for name in [name for name, value in knobs.items() if value is None]:
+        env.pop(name, None)
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         ["bash", "bench/gpu_run.sh"], cwd=root, env=env, capture_output=True, timeout=60
@@ -190,3 +193,20 @@ def test_gpu_run_runs_bench_cold_start_instead_of_the_ab(tmp_path: Path) -> None
     ]
     assert call[call.index("--out") + 1] == str(tmp_path / "out" / "cold")
     assert call[call.index("--repeats") + 1] == "2"
+
+
+def test_gpu_run_gives_each_call_its_own_results_folder(tmp_path: Path) -> None:
+    """Without RES_DIR two calls on one machine write (and pack) separate folders, so a
+    call's logs.tar.gz holds only its own runs (session 11's shared /tmp/bench-res did not)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = _dry_gpu_run(tmp_path / "a", RES_DIR=None)
+    second = _dry_gpu_run(tmp_path / "b", RES_DIR=None)
+    dirs = [
+        call[call.index("--results-dir") + 1]
+        for calls in (first, second)
+        for call in calls
+        if "bench.run" in call
+    ]
+    assert len(dirs) == 2 and dirs[0] != dirs[1]
+    assert all(d.startswith("/tmp/bench-res-") for d in dirs)
