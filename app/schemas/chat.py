@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from app.schemas.structured import StructuredFields
 
@@ -36,6 +37,23 @@ class ChatMessage(BaseModel):
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
     reasoning_content: str | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _text_parts_only(cls, value: Any) -> Any:
+        """A part of another type (an image, audio, a file) gets one clear error instead of
+        pydantic's list of failed union branches: the Qwen3 text models read text only."""
+        if isinstance(value, list):
+            for index, part in enumerate(value):
+                kind = part.get("type") if isinstance(part, dict) else None
+                if isinstance(kind, str) and kind != "text":
+                    raise PydanticCustomError(
+                        "unsupported_content_part",
+                        "part {index} has type '{kind}', but this model reads text only: "
+                        "send the content as a string or as parts of type 'text'",
+                        {"index": index, "kind": kind},
+                    )
+        return value
 
     def text(self) -> str:
         """The content as one string (text parts joined)."""

@@ -26,7 +26,7 @@ CASES: list[tuple[str, dict[str, Any], int, str, str | None]] = [
      400, "invalid_request", "messages[0].role"),
     ("unsupported part", {"json": {"messages": [{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]}},
-     400, "invalid_request", None),
+     400, "invalid_request", "messages[0].content"),
     ("max_tokens zero", {"json": {"messages": HI, "max_tokens": 0}}, 400, "invalid_request",
      "max_tokens"),
     ("max_tokens negative", {"json": {"messages": HI, "max_tokens": -5}}, 400, "invalid_request",

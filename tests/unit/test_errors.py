@@ -5,10 +5,12 @@ from __future__ import annotations
 import orjson
 import pytest
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.testclient import TestClient
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
-from app.errors import GatewayError, install_error_handlers
+from app.errors import GatewayError, install_error_handlers, validation_error
+from app.schemas.chat import ChatCompletionRequest
 
 
 class Body(BaseModel):
@@ -90,3 +92,16 @@ def test_unexpected_error_is_500_without_details(client: TestClient) -> None:
     assert r.status_code == 500
     error = assert_shape(r.json())
     assert "secret" not in str(error["message"])
+
+
+def test_a_non_text_content_part_gets_one_clear_error() -> None:
+    """An image part is named with its index and type, not as pydantic's failed union
+    branches ("content.str: ...; content.list[TextPart][0].type: ...")."""
+    parts = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "x"}}]
+    with pytest.raises(ValidationError) as caught:
+        ChatCompletionRequest.model_validate({"messages": [{"role": "user", "content": parts}]})
+    errors = [{**e, "loc": ("body", *e["loc"])} for e in caught.value.errors()]
+    error = validation_error(RequestValidationError(errors))
+    assert error.status == 400 and error.param == "messages[0].content"
+    assert "part 1 has type 'image_url'" in error.message and "text only" in error.message
+    assert "list[TextPart]" not in error.message and ";" not in error.message
