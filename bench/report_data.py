@@ -47,11 +47,21 @@ def load(paths: Iterable[Path]) -> dict[str, Any]:
                 seen = merged.setdefault(key, [])
                 seen.extend(x for x in data.get(key, []) if x not in seen)
             merged["concurrencies"].sort()
+            _add_commit(merged, data)
         offset = max([r["round"] for r in merged["runs"]] + [offset])
     if merged is None:
         raise SystemExit("no results given")
     merged["rounds_total"] = offset
     return merged
+
+
+def _add_commit(merged: dict[str, Any], data: dict[str, Any]) -> None:
+    """The header's "gateway commit": every invocation's, in order, each once."""
+    commit = data.get("versions", {}).get("gateway_commit")
+    versions = merged.setdefault("versions", {})
+    seen = [c for c in str(versions.get("gateway_commit") or "").split(", ") if c]
+    if commit and commit not in seen:
+        versions["gateway_commit"] = ", ".join([*seen, commit])
 
 
 def backfill_engine_config(data: dict[str, Any], folder: Path) -> None:

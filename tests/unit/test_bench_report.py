@@ -68,6 +68,15 @@ def test_merged_results_list_every_invocations_points(tmp_path: Path) -> None:
     assert merged["concurrencies"] == [1, 64, 256]
 
 
+def test_merged_results_name_every_invocations_commit(tmp_path: Path) -> None:
+    base = {"runs": [], "sessions": [], "workloads": ["128x64"], "concurrencies": [8]}
+    for name, commit in (("a.json", "2cabb2b"), ("b.json", "2cabb2b"), ("c.json", "52777f9")):
+        data = {**base, "versions": {"vllm": "0.32.0", "gateway_commit": commit}}
+        (tmp_path / name).write_text(json.dumps(data))
+    merged = load([tmp_path / n for n in ("a.json", "b.json", "c.json")])
+    assert merged["versions"]["gateway_commit"] == "2cabb2b, 52777f9"
+
+
 def test_the_never_below_goal_shows_the_lowest_single_round_too() -> None:
     def row(conc: int, req: float, tok: float, rounds: list[float | None]) -> dict[str, Any]:
         return {
