@@ -234,7 +234,8 @@ class Runner:
             try:
                 event = events.get(timeout=limit)
             except queue.Empty:
-                self.log(f"client silent for {limit:.0f} s: stopping it")
+                cause = "deadline reached" if limit < wait_s else "client silent"
+                self.log(f"{cause} after {limit:.0f} s without a result: stopping the client")
                 return
             if event is None:  # the client exited
                 return
