@@ -36,6 +36,7 @@ class GatewayServer(uvicorn.Server):
         self._drain_task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.interrupted_by: int | None = None  # the signal that stopped start-up
+        self.sigint = False  # stopped by SIGINT (Ctrl-C) once serving
 
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         self._loop = asyncio.get_running_loop()
@@ -56,6 +57,7 @@ class GatewayServer(uvicorn.Server):
             logger.warning("%s during start-up: stopping", signal.Signals(sig).name)
             raise SystemExit(128 + sig)
         if self._drain_task is not None or self._loop is None or sig == signal.SIGINT:
+            self.sigint = self.sigint or sig == signal.SIGINT
             if self._drain_task is not None:
                 logger.warning("second signal: stopping without waiting for the drain")
             super().handle_exit(sig, frame)
@@ -127,4 +129,9 @@ def serve_app(app: FastAPI, settings: Settings, sock: socket.socket | None = Non
         return 128 + server.interrupted_by
     if server.lifecycle.exit_code is not None:
         return int(server.lifecycle.exit_code)
+    if server.sigint:
+        # uvicorn's re-raised SIGINT became no KeyboardInterrupt: the process inherited
+        # SIGINT ignored (started with `&` by a non-interactive shell, or under nohup
+        # scripts), which uvicorn restores before raising it again. Same exit status.
+        return 128 + signal.SIGINT
     return 0 if server.started else 1
