@@ -118,6 +118,14 @@ def _supported_kwargs(func: Any, candidates: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in candidates.items() if k in params}
 
 
+def vocab_size(tokenizer: Tokenizer) -> int | None:
+    """How many token ids the tokenizer knows (None when it can't say)."""
+    try:
+        return len(tokenizer)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+
+
 def load_tokenizer(path: str, *, trust_remote_code: bool, revision: str | None) -> Tokenizer:
     from transformers import AutoTokenizer
 

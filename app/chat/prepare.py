@@ -18,6 +18,7 @@ from app.chat.prompt import open_think_block, render_prompt
 from app.chat.sampling import build_sampling_params, completion_budget
 from app.chat.service import ChatJob, ReasoningMode
 from app.chat.tools import plan_tools
+from app.engine import vocab_size
 from app.errors import GatewayError
 from app.reasoning import THINK_CLOSE, THINK_OPEN
 from app.schemas.chat import ChatCompletionRequest
@@ -88,11 +89,16 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
         stream=request.stream,
         constraint=None if think_first else constraint,
         stop_at=THINK_CLOSE if think_first else None,
+        vocab=vocab_size(engine.tokenizer),
     )
     answer_params = None
     if think_first:
         answer_params = build_sampling_params(
-            request, max_tokens, stream=request.stream, constraint=constraint
+            request,
+            max_tokens,
+            stream=request.stream,
+            constraint=constraint,
+            vocab=vocab_size(engine.tokenizer),
         )
     keep = request.return_reasoning is not False
     inline = request.reasoning_in_content

@@ -66,6 +66,30 @@ def structured_kwargs(constraint: Constraint | None) -> dict[str, Any]:
     return {"structured_outputs": StructuredOutputsParams(**{constraint.kind: constraint.value})}
 
 
+def token_bias(
+    logit_bias: dict[str, float] | None, vocab: int | None = None
+) -> dict[int, float] | None:
+    """OpenAI's `logit_bias` (token ids as strings) as vLLM takes it (ints). A key that is
+    not a token id of the vocabulary is a 400 here, before the engine: a streamed request
+    would otherwise get its error as an SSE frame after a 200."""
+    if not logit_bias:
+        return None
+    try:
+        bias = {int(token): value for token, value in logit_bias.items()}
+    except ValueError:
+        bias = {-1: 0.0}
+    if min(bias) < 0:
+        raise GatewayError(
+            'logit_bias keys must be token ids, e.g. {"1234": -100}.', param="logit_bias"
+        )
+    if vocab is not None and max(bias) >= vocab:
+        raise GatewayError(
+            f"logit_bias holds token id {max(bias)}, outside the vocabulary (size {vocab}).",
+            param="logit_bias",
+        )
+    return bias
+
+
 def _client_error(exc: Exception) -> bool:
     """ValueError, or vLLM's own request-validation errors (not ValueErrors since 0.2x)."""
     names = {cls.__name__ for cls in type(exc).__mro__}
@@ -100,6 +124,7 @@ def build_sampling_params(
     stream: bool,
     constraint: Constraint | None = None,
     stop_at: str | None = None,
+    vocab: int | None = None,
 ) -> SamplingParams:
     """SamplingParams for the request; streaming asks the engine for deltas only.
 
@@ -127,6 +152,9 @@ def build_sampling_params(
         "skip_special_tokens": request.skip_special_tokens,
         "output_kind": RequestOutputKind.DELTA if stream else RequestOutputKind.FINAL_ONLY,
     }
+    bias = token_bias(request.logit_bias, vocab)
+    if bias:
+        kwargs["logit_bias"] = bias
     for name in OPTIONAL_SAMPLING:
         value = getattr(request, name)
         if value is not None:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.chat.normalize import Defaults, clean_text
-from app.chat.sampling import OPTIONAL_SAMPLING, new_sampling_params
+from app.chat.sampling import OPTIONAL_SAMPLING, new_sampling_params, token_bias
 from app.encode import encode
-from app.engine import Tokenizer
+from app.engine import Tokenizer, vocab_size
 from app.errors import GatewayError
 from app.schemas.completions import CompletionRequest
 from app.state import Gateway
@@ -105,7 +105,7 @@ async def prompt_inputs(
         items = [[int(x) for x in raw]]  # type: ignore[arg-type]
     else:
         items = list(raw)  # type: ignore[arg-type]
-    vocab = _vocab_size(tokenizer)
+    vocab = vocab_size(tokenizer)
     out: list[PromptInput] = []
     stripped = False
     for i, item in enumerate(items):
@@ -129,13 +129,6 @@ async def prompt_inputs(
     return out, stripped
 
 
-def _vocab_size(tokenizer: Tokenizer) -> int | None:
-    try:
-        return len(tokenizer)  # type: ignore[arg-type]
-    except TypeError:
-        return None
-
-
 def check_length(prompts: list[PromptInput], max_tokens: int, max_model_len: int) -> None:
     longest = max(len(p.token_ids) for p in prompts)
     if longest + max_tokens > max_model_len:
@@ -149,7 +142,11 @@ def check_length(prompts: list[PromptInput], max_tokens: int, max_model_len: int
 
 
 def build_params(
-    request: CompletionRequest, max_tokens: int, defaults: dict[str, Any], echo_only: bool
+    request: CompletionRequest,
+    max_tokens: int,
+    defaults: dict[str, Any],
+    echo_only: bool,
+    vocab: int | None = None,
 ) -> Any:
     from vllm.sampling_params import RequestOutputKind
 
@@ -168,11 +165,9 @@ def build_params(
     }
     if request.echo and request.logprobs is not None:
         kwargs["prompt_logprobs"] = request.logprobs
-    if request.logit_bias:
-        try:
-            kwargs["logit_bias"] = {int(k): float(v) for k, v in request.logit_bias.items()}
-        except ValueError as exc:
-            raise GatewayError("logit_bias keys must be token ids.", param="logit_bias") from exc
+    bias = token_bias(request.logit_bias, vocab)
+    if bias:
+        kwargs["logit_bias"] = bias
     for name in OPTIONAL_SAMPLING:
         value = getattr(request, name, None)
         if value is None:
@@ -202,7 +197,7 @@ async def prepare_completion(
         created=int(time.time()),
         model=body.model or served.name,
         prompts=prompts,
-        params=build_params(body, max_tokens, defaults, echo_only),
+        params=build_params(body, max_tokens, defaults, echo_only, vocab_size(engine.tokenizer)),
         n=body.n,
         echo=body.echo,
         echo_only=echo_only,

@@ -99,6 +99,8 @@ class NamedToolChoice(BaseModel):
 
 ToolChoice = Literal["none", "auto", "required"] | NamedToolChoice
 PositiveInt = Annotated[int, Field(ge=1)]
+# OpenAI's `logit_bias`: token ids (as JSON object keys, so strings) to a bias in [-100, 100]
+LogitBias = dict[str, Annotated[float, Field(ge=-100.0, le=100.0)]]
 
 
 class ChatCompletionRequest(StructuredFields):
@@ -123,6 +125,7 @@ class ChatCompletionRequest(StructuredFields):
     presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     repetition_penalty: float | None = Field(default=None, gt=0.0, le=2.0)
+    logit_bias: LogitBias | None = None
     logprobs: bool = False
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
     ignore_eos: bool = False

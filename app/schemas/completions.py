@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas.chat import ChatMessage, StreamOptions, Tool
+from app.schemas.chat import ChatMessage, LogitBias, StreamOptions, Tool
 from app.schemas.structured import StructuredFields
 
 TokenId = Annotated[int, Field(ge=0)]
@@ -33,7 +33,7 @@ class CompletionRequest(StructuredFields):
     stop: str | list[str] | None = None
     presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
-    logit_bias: dict[str, float] | None = None
+    logit_bias: LogitBias | None = None
     seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)
     user: str | None = None
     # vLLM extras

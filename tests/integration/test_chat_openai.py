@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import openai
 import pytest
 
@@ -112,6 +113,31 @@ def test_logprobs_and_top_logprobs(client: openai.OpenAI, gateway: LiveGateway) 
         assert item.logprob <= 0
         assert len(item.top_logprobs) == 3
         assert item.top_logprobs[0].logprob >= item.top_logprobs[-1].logprob
+
+
+def test_logit_bias_steers_every_token(client: openai.OpenAI, gateway: LiveGateway) -> None:
+    """+100 on one token id: the answer is that token, again and again (chat and stream)."""
+    ids = httpx.post(gateway.base_url + "/tokenize", json={"prompt": "hello"}).json()["tokens"]
+    token = ids[-1]
+    text = httpx.post(gateway.base_url + "/detokenize", json={"tokens": [token]}).json()
+    resp = client.chat.completions.create(
+        model=gateway.model,
+        messages=HELLO,
+        max_tokens=4,
+        logit_bias={str(token): 100},
+        extra_body={"ignore_eos": True, "enable_thinking": False},
+    )
+    assert resp.choices[0].message.content == text["prompt"] * 4
+    stream = client.chat.completions.create(
+        model=gateway.model,
+        messages=HELLO,
+        max_tokens=3,
+        stream=True,
+        logit_bias={str(token): 100},
+        extra_body={"ignore_eos": True, "enable_thinking": False},
+    )
+    streamed = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert streamed == text["prompt"] * 3
 
 
 def test_content_parts_render_like_a_string(client: openai.OpenAI, gateway: LiveGateway) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from app.chat.sampling import build_sampling_params, completion_budget
 from app.errors import GatewayError
@@ -68,6 +69,25 @@ def test_sampling_params_carry_every_field() -> None:
     assert params.logprobs == 3 and params.ignore_eos
     assert params.output_kind == RequestOutputKind.DELTA
     assert build_sampling_params(req(), 5, stream=False).output_kind == RequestOutputKind.FINAL_ONLY
+
+
+def test_logit_bias_reaches_the_engine_as_token_ids() -> None:
+    params = build_sampling_params(req(logit_bias={"5": 10, "7": -100}), 5, stream=False, vocab=100)
+    assert params.logit_bias == {5: 10.0, 7: -100.0}
+    assert build_sampling_params(req(), 5, stream=False).logit_bias is None
+
+
+@pytest.mark.parametrize("key", ["abc", "-3", "100", "1.5"])
+def test_logit_bias_keys_must_be_token_ids_of_the_vocabulary(key: str) -> None:
+    with pytest.raises(GatewayError) as err:
+        build_sampling_params(req(logit_bias={key: 1}), 5, stream=False, vocab=100)
+    assert err.value.param == "logit_bias" and err.value.status == 400
+
+
+def test_logit_bias_values_stay_within_openais_range() -> None:
+    with pytest.raises(ValidationError):
+        req(logit_bias={"3": 150})
+    assert req(logit_bias={"3": -100}).logit_bias == {"3": -100.0}
 
 
 def test_top_logprobs_without_logprobs_is_rejected() -> None:
