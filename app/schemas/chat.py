@@ -133,6 +133,9 @@ class ChatCompletionRequest(StructuredFields):
     tools: list[Tool] | None = None
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
+    # OpenAI's deprecated form of tools/tool_choice: read only to refuse it with a clear 400
+    functions: list[Any] | None = None
+    function_call: Any = None
     # Qwen3 / vLLM extras
     enable_thinking: bool | None = None
     return_reasoning: bool | None = None
