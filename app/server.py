@@ -131,7 +131,7 @@ def serve_app(app: FastAPI, settings: Settings, sock: socket.socket | None = Non
         return int(server.lifecycle.exit_code)
     if server.sigint:
         # uvicorn's re-raised SIGINT became no KeyboardInterrupt: the process inherited
-        # SIGINT ignored (started with `&` by a non-interactive shell, or under nohup
-        # scripts), which uvicorn restores before raising it again. Same exit status.
+        # SIGINT ignored (started with `&` by a non-interactive shell), which uvicorn
+        # restores before raising it again. Same exit status as a Ctrl-C.
         return 128 + signal.SIGINT
     return 0 if server.started else 1

@@ -83,13 +83,14 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
             )
         prompt = open_think_block(engine.tokenizer, prompt)
     max_tokens = completion_budget(request, len(prompt.token_ids), engine.info.max_model_len)
+    vocab = vocab_size(engine.tokenizer)
     params = build_sampling_params(
         request,
         max_tokens,
         stream=request.stream,
         constraint=None if think_first else constraint,
         stop_at=THINK_CLOSE if think_first else None,
-        vocab=vocab_size(engine.tokenizer),
+        vocab=vocab,
     )
     answer_params = None
     if think_first:
@@ -98,7 +99,7 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
             max_tokens,
             stream=request.stream,
             constraint=constraint,
-            vocab=vocab_size(engine.tokenizer),
+            vocab=vocab,
         )
     keep = request.return_reasoning is not False
     inline = request.reasoning_in_content

@@ -75,10 +75,10 @@ def token_bias(
     if not logit_bias:
         return None
     try:
-        bias = {int(token): value for token, value in logit_bias.items()}
+        bias: dict[int, float] | None = {int(key): value for key, value in logit_bias.items()}
     except ValueError:
-        bias = {-1: 0.0}
-    if min(bias) < 0:
+        bias = None
+    if bias is None or min(bias) < 0:
         raise GatewayError(
             'logit_bias keys must be token ids, e.g. {"1234": -100}.', param="logit_bias"
         )
