@@ -1,5 +1,6 @@
 """The gateway's process set up as `vllm serve` sets up its own, on a real gateway: many
-connections at once under a low open-files limit, and a clean stop on SIGINT (Ctrl-C)."""
+connections at once under a low open-files limit, and a clean stop on SIGINT (Ctrl-C);
+and serve_app's SIGINT exit status however the process inherited SIGINT."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import resource
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +16,15 @@ import psutil
 import pytest
 
 from app.process_setup import FD_TARGET
-from tests.integration.conftest import LiveGateway, server_env, start_gateway, stop
+from tests.integration.conftest import (
+    REPO,
+    LiveGateway,
+    free_port,
+    server_env,
+    start_gateway,
+    stop,
+    wait_healthy,
+)
 from tests.integration.live_helpers import engine_cores
 
 LOW_SOFT_LIMIT = 128
@@ -78,3 +88,45 @@ def test_sigint_stops_it_cleanly(gateway_at_low_limit) -> None:  # type: ignore[
     assert "Traceback" not in log and "KeyboardInterrupt" not in log, log[-3000:]
     _, alive = psutil.wait_procs(cores, timeout=30)
     assert not alive, "engine core left running"
+
+
+# serve_app alone on real uvicorn: its exit status needs no engine
+BARE_SERVER = """
+import sys
+from fastapi import FastAPI
+from app.lifecycle import Lifecycle
+from app.server import serve_app
+from app.settings import Settings
+
+app = FastAPI()
+app.state.lifecycle = Lifecycle(max_pending=8)
+
+@app.get("/health")
+async def health() -> dict[str, str]:
+    return {"status": "healthy"}
+
+sys.exit(serve_app(app, Settings(host="127.0.0.1", port=int(sys.argv[1]))))
+"""
+
+
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_sigint_exits_130_however_sigint_was_inherited(inherited: str, tmp_path: Path) -> None:
+    """130 also when the process started with SIGINT ignored (`&` in a non-interactive
+    shell: uvicorn re-raises the signal into that disposition after its shutdown, which
+    once left a background CI run's gateway exiting 0)."""
+    port = free_port()
+    log = tmp_path / "server.log"
+    cmd = [sys.executable, "-c", BARE_SERVER, str(port)]
+    if inherited == "ignored":  # the shell execs python: the pid stays the server's
+        cmd = ["bash", "-c", 'trap "" INT && exec "$0" "$@"', *cmd]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", proc, log, 60)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 128 + signal.SIGINT, log.read_text()
+        assert "Traceback" not in log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
