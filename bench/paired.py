@@ -143,7 +143,8 @@ def _median(values: list[float]) -> float | None:
 
 def summarize(samples: dict[str, list[dict[str, float] | None]]) -> dict[str, Any]:
     """Per target: medians of the client's and vLLM's per-request timings and, against
-    the first target, the quartiles of request i's differences (requests both answered)."""
+    the first target, the quartiles of request i's differences (requests both answered)
+    and in how many of those pairs this target's time was the longer."""
     labels = list(samples)
     base = samples[labels[0]]
     out: dict[str, Any] = {}
@@ -164,9 +165,10 @@ def summarize(samples: dict[str, list[dict[str, float] | None]]) -> dict[str, An
                 for s, b in zip(samples[label], base, strict=True)
                 if s is not None and b is not None
             ]
-            for key in ("ttft_ms", "text_ms", "prefill_ms"):
+            for key in ("ttft_ms", "text_ms", "prefill_ms", "tpot_ms", "itl_ms"):
                 diffs = [s[key] - b[key] for s, b in pairs if key in s and key in b]
                 row[f"{key}_minus_{labels[0]}_quartiles"] = _quartiles(diffs)
+                row[f"{key}_above_{labels[0]}"] = [sum(d > 0 for d in diffs), len(diffs)]
         out[label] = row
     return out
 

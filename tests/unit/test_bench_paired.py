@@ -79,6 +79,11 @@ def test_summarize_pairs_requests_and_splits_ttft() -> None:
     # request 3 failed on vllm: only requests 1 and 2 pair up (+3, +1; prefill +4, +2)
     assert gw["ttft_ms_minus_vllm_quartiles"][1] == pytest.approx(2.0)
     assert gw["prefill_ms_minus_vllm_quartiles"][1] == pytest.approx(3.0)
+    assert gw["ttft_ms_above_vllm"] == [2, 2]
+    # TPOT pairs up where both have one: request 1 only, +0.1 ms
+    assert gw["tpot_ms_minus_vllm_quartiles"][1] == pytest.approx(0.1)
+    assert gw["tpot_ms_above_vllm"] == [1, 1]
+    assert gw["itl_ms_above_vllm"] == [0, 0] and gw["itl_ms_minus_vllm_quartiles"] == []
     assert "ttft_ms_minus_vllm_quartiles" not in out["vllm"]
 
 
