@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
 from app.schemas.structured import StructuredFields
@@ -97,6 +97,18 @@ class NamedToolChoice(BaseModel):
     function: NamedFunction
 
 
+def _no_empty_stop(value: str | list[str]) -> str | list[str]:
+    """vLLM refuses an empty stop string; say so here, naming the field."""
+    texts = [value] if isinstance(value, str) else value
+    if "" in texts:
+        raise PydanticCustomError(
+            "empty_stop", "stop strings must not be empty (an empty string matches anywhere)"
+        )
+    return value
+
+
+# `stop`: one string or a list of them, none empty (chat and completions)
+Stop = Annotated[str | list[str], AfterValidator(_no_empty_stop)]
 ToolChoice = Literal["none", "auto", "required"] | NamedToolChoice
 PositiveInt = Annotated[int, Field(ge=1)]
 # OpenAI's `logit_bias`: token ids (as JSON object keys, so strings) to a bias in [-100, 100]
@@ -113,7 +125,7 @@ class ChatCompletionRequest(StructuredFields):
     stream: bool = False
     stream_options: StreamOptions | None = None
     n: int = Field(default=1, ge=1, le=128)
-    stop: str | list[str] | None = None
+    stop: Stop | None = None
     seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)
     max_tokens: PositiveInt | None = None
     max_completion_tokens: PositiveInt | None = None

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.schemas.chat import ChatMessage, LogitBias, StreamOptions, Tool
+from app.schemas.chat import ChatMessage, LogitBias, Stop, StreamOptions, Tool
 from app.schemas.structured import StructuredFields
 
 TokenId = Annotated[int, Field(ge=0)]
@@ -30,7 +30,7 @@ class CompletionRequest(StructuredFields):
     stream_options: StreamOptions | None = None
     logprobs: int | None = Field(default=None, ge=0, le=20)
     echo: bool = False
-    stop: str | list[str] | None = None
+    stop: Stop | None = None
     presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     frequency_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)
     logit_bias: LogitBias | None = None

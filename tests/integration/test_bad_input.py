@@ -44,6 +44,8 @@ CASES: list[tuple[str, dict[str, Any], int, str, str | None]] = [
      400, "invalid_request", "logit_bias"),
     ("logit_bias over 100", {"json": {"messages": HI, "logit_bias": {"3": 150}}},
      400, "invalid_request", "logit_bias[3]"),
+    ("empty stop string", {"json": {"messages": HI, "stop": ["end", ""]}},
+     400, "invalid_request", "stop"),
     ("deprecated functions", {"json": {"messages": HI, "functions": [{"name": "f"}]}},
      400, "unsupported_parameter", "functions"),
     ("context too long", {"json": {"messages": HI, "max_tokens": 4000}}, 400,

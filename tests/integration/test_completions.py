@@ -147,6 +147,7 @@ def test_model_names_and_invisible_characters(gateway: LiveGateway) -> None:
         ({}, 400, "prompt"),
         ({"prompt": "hi", "logprobs": 50}, 400, "logprobs"),
         ({"prompt": "hi", "logit_bias": {"10000000": 1}}, 400, "logit_bias"),
+        ({"prompt": "hi", "stop": ""}, 400, "stop"),
     ],
 )
 def test_errors(gateway: LiveGateway, payload: dict[str, Any], status: int, param: str) -> None:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from app.errors import GatewayError, install_error_handlers, validation_error
 from app.schemas.chat import ChatCompletionRequest
+from app.schemas.completions import CompletionRequest
 
 
 class Body(BaseModel):
@@ -105,3 +106,20 @@ def test_a_non_text_content_part_gets_one_clear_error() -> None:
     assert error.status == 400 and error.param == "messages[0].content"
     assert "part 1 has type 'image_url'" in error.message and "text only" in error.message
     assert "list[TextPart]" not in error.message and ";" not in error.message
+
+
+@pytest.mark.parametrize("schema", [ChatCompletionRequest, CompletionRequest])
+@pytest.mark.parametrize("stop", ["", ["end", ""]])
+def test_an_empty_stop_string_is_named_as_the_stop_field(
+    schema: type[BaseModel], stop: object
+) -> None:
+    """vLLM refuses it too, but after the request is read and with no param; here it is a
+    400 naming `stop`, in both endpoints' schemas."""
+    body = {"messages": [{"role": "user", "content": "hi"}], "prompt": "hi", "stop": stop}
+    with pytest.raises(ValidationError) as caught:
+        schema.model_validate(body)
+    errors = [{**e, "loc": ("body", *e["loc"])} for e in caught.value.errors()]
+    error = validation_error(RequestValidationError(errors))
+    assert error.status == 400 and error.param == "stop"
+    assert "must not be empty" in error.message
+    assert schema.model_validate({**body, "stop": ["end", "\n"]}).stop == ["end", "\n"]
