@@ -45,6 +45,7 @@ ROUTES = (
     "/v1/chat/completions",
     "/v1/completions",
     "/v1/models",
+    "/v1/models/{model}",
     "/tokenize",
     "/detokenize",
     "/version",

@@ -32,7 +32,18 @@ class ObserveMiddleware:
         self.app = app
         self.metrics = metrics
         self.routes = frozenset(routes)
+        # "/v1/models/{model}": any path under "/v1/models/" is counted as that route
+        self.templates = tuple((r[: r.index("{")], r) for r in self.routes if "{" in r)
         self.access_log = access_log
+
+    def route_label(self, path: str) -> str:
+        """The metrics label of a path: a known route, its template, or "other"."""
+        if path in self.routes:
+            return path
+        for prefix, template in self.templates:
+            if path.startswith(prefix) and len(path) > len(prefix):
+                return template
+        return "other"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -63,7 +74,7 @@ class ObserveMiddleware:
             latency = time.perf_counter() - start
             self.metrics.in_flight.dec()
             path = scope["path"]  # already canonical: PathMiddleware runs first
-            route = path if path in self.routes else "other"
+            route = self.route_label(path)
             method = scope["method"]
             self.metrics.requests.labels(route, method, str(status)).inc()
             self.metrics.latency.labels(route, method).observe(latency)

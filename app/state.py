@@ -28,9 +28,11 @@ class Gateway:
     defaults: Defaults = field(default_factory=Defaults)
     created: int = 0
 
-    def served_model(self, requested: str | None) -> ServedModel:
-        """The model a request names (any accepted spelling); 404 listing the valid names."""
-        served = self.registry.resolve(requested)
+    def served_model(self, requested: str | None, *, blank_is_default: bool = True) -> ServedModel:
+        """The model a request names (any accepted spelling; none or a blank one: the
+        default, unless `blank_is_default` is false); 404 listing the valid names."""
+        named = blank_is_default or (requested is not None and requested.strip())
+        served = self.registry.resolve(requested) if named else None
         if served is None:
             names = ", ".join(self.registry.valid_names())
             raise GatewayError(

@@ -1,5 +1,5 @@
-"""`GET /health`: 200 `{"status": "healthy"}` while serving; 503 when the engine is
-dead or the gateway is draining for shutdown."""
+"""`GET /health` (and `HEAD`, for load balancers): 200 `{"status": "healthy"}` while
+serving; 503 when the engine is dead or the gateway is draining for shutdown."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ UNHEALTHY = b'{"status":"unhealthy"}'
 router = APIRouter(tags=["health"])
 
 
-@router.get("/health")
+@router.api_route("/health", methods=["GET", "HEAD"])
 async def health(request: Request) -> Response:
     gateway = getattr(request.app.state, "gateway", None)
     lifecycle = gateway.lifecycle if gateway is not None else None

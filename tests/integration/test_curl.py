@@ -27,6 +27,15 @@ def test_health(gateway: LiveGateway) -> None:
     assert json.loads(body) == {"status": "healthy"}
 
 
+def test_health_answers_head(gateway: LiveGateway) -> None:
+    """Load balancers probe with HEAD: 200, headers only."""
+    out = subprocess.run(
+        ["curl", "-sS", "-I", gateway.base_url + "/health"], capture_output=True, text=True
+    )
+    assert out.stdout.startswith("HTTP/1.1 200"), out.stdout
+    assert "application/json" in out.stdout and "healthy" not in out.stdout
+
+
 def test_models(gateway: LiveGateway) -> None:
     status, body = curl(gateway.base_url + "/v1/models")
     assert status == 200

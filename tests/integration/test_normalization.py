@@ -77,6 +77,31 @@ def test_model_name_spellings(gateway: LiveGateway) -> None:
     assert resp.model == tilde
 
 
+def test_model_retrieve_takes_the_same_spellings(gateway: LiveGateway) -> None:
+    """`client.models.retrieve()` finds the model by any name chat accepts; the SDK sends
+    the name as one path segment (`/` as %2F), curl and browsers with bare slashes."""
+    tilde = "~" + gateway.model[len(str(gateway.home)) :]
+    client = openai.OpenAI(base_url=gateway.v1, api_key="EMPTY", max_retries=0)
+    assert client.models.retrieve(gateway.model).id == gateway.model
+    assert client.models.retrieve("qwen").id == "qwen"  # a listed alias: its own entry
+    for name in (gateway.model + "/", tilde, "Qwen/Qwen3-0.6B", "QWEN3-0.6B"):
+        model = client.models.retrieve(name)
+        assert (model.id, model.object, model.owned_by) == (
+            gateway.model,
+            "model",
+            "vllm-gateway",
+        ), name
+    bare = httpx.get(gateway.v1 + "/models/" + gateway.model, timeout=10)
+    assert bare.status_code == 200 and bare.json()["id"] == gateway.model
+    for unknown in ("gpt-4o", " "):
+        with pytest.raises(openai.NotFoundError) as err:
+            client.models.retrieve(unknown)
+        body = err.value.body
+        assert isinstance(body, dict)
+        assert (body["code"], body["param"]) == ("model_not_found", "model")
+        assert gateway.model in body["message"]  # the 404 lists the valid names
+
+
 def test_normalizations_are_counted(gateway: LiveGateway) -> None:
     from prometheus_client.parser import text_string_to_metric_families
 

@@ -78,6 +78,15 @@ def test_models(gateway: LiveGateway) -> None:
     validate_schema("ListModelsResponse", r.json())
 
 
+def test_model_retrieve(gateway: LiveGateway) -> None:
+    r = httpx.get(gateway.v1 + "/models/qwen", timeout=10)
+    assert r.status_code == 200
+    validate_schema("Model", r.json())
+    r = httpx.get(gateway.v1 + "/models/gpt-4o", timeout=10)
+    assert r.status_code == 404
+    validate_schema("ErrorResponse", r.json())
+
+
 @pytest.mark.parametrize(
     ("payload", "status"),
     [

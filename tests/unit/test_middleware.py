@@ -21,6 +21,11 @@ from app.observe import ObserveMiddleware
         ("//v1/chat/completions", "/v1/chat/completions"),
         ("/v1//chat///completions//", "/v1/chat/completions"),
         ("/", "/"),
+        # a model id is data: its own slashes are kept as sent (the SDK sends `/` as %2F)
+        ("/v1/models//root/Qwen3-0.6B/", "/v1/models//root/Qwen3-0.6B/"),
+        ("//v1//models/Qwen/Qwen3-0.6B", "/v1/models/Qwen/Qwen3-0.6B"),
+        ("/v1/models/", "/v1/models"),
+        ("//v1/models", "/v1/models"),
     ],
 )
 def test_normalize_path(path: str, expected: str) -> None:
@@ -38,7 +43,9 @@ def make_client() -> tuple[TestClient, CollectorRegistry]:
 
     app.add_middleware(BodyLimitMiddleware, max_bytes=100)
     app.add_middleware(
-        ObserveMiddleware, metrics=gateway_metrics(registry), routes=["/v1/chat/completions"]
+        ObserveMiddleware,
+        metrics=gateway_metrics(registry),
+        routes=["/v1/chat/completions", "/v1/models/{model}"],
     )
     app.add_middleware(PathMiddleware)
     return TestClient(app), registry
@@ -71,3 +78,17 @@ def test_requests_counted_by_route_and_status() -> None:
         "gateway_requests_total", {"route": "other", "method": "GET", "status": "404"}
     )
     assert ok == 1 and other == 1
+
+
+def test_a_templated_route_is_one_label_whatever_the_id() -> None:
+    """`/v1/models/{model}` counts every model id under one label (no label per id)."""
+    client, registry = make_client()
+    for path in ("/v1/models/qwen", "/v1/models//root/Qwen3-0.6B", "/v1/models"):
+        client.get(path)
+    templated = registry.get_sample_value(
+        "gateway_requests_total", {"route": "/v1/models/{model}", "method": "GET", "status": "404"}
+    )
+    other = registry.get_sample_value(
+        "gateway_requests_total", {"route": "other", "method": "GET", "status": "404"}
+    )
+    assert templated == 2 and other == 1
