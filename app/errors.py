@@ -86,8 +86,42 @@ class GatewayError(Exception):
         )
 
 
+# pydantic names a union's branches in `loc` by their types ("str", "list[TextPart]",
+# "NamedToolChoice", "literal['none','auto']"): never a field of the OpenAI API
+_TYPE_NAMES = frozenset({"str", "int", "float", "bool", "none", "dict", "list"})
+
+
+def _branch(part: Any) -> bool:
+    return isinstance(part, str) and (part in _TYPE_NAMES or "[" in part or part[:1].isupper())
+
+
+def _furthest_branches(errors: list[Any]) -> list[Any]:
+    """Of a union's failed branches keep those that got furthest into the value: for
+    `content: [{"type": "text"}]` the list branch's missing `text`, not "should be a
+    valid string"."""
+    depth: dict[tuple[Any, ...], int] = {}
+    split: list[tuple[Any, int | None]] = []
+    for err in errors:
+        loc = tuple(err.get("loc", ()))
+        at = next((i for i, part in enumerate(loc) if _branch(part)), None)
+        split.append((err, at))
+        if at is not None:
+            depth[loc[:at]] = max(depth.get(loc[:at], 0), len(loc) - at)
+    kept = []
+    for err, at in split:
+        loc = tuple(err.get("loc", ()))
+        if at is None or len(loc) - at == depth[loc[:at]]:
+            kept.append(err)
+    return kept
+
+
+def _either(texts: list[str]) -> str:
+    """ "Input should be a valid string, or input should be a valid list"."""
+    return ", or ".join([texts[0], *(t[:1].lower() + t[1:] for t in texts[1:])])
+
+
 def _loc_to_param(loc: tuple[Any, ...] | list[Any]) -> str | None:
-    parts = [str(p) for p in loc if p != "body"]
+    parts = [str(p) for p in loc if p != "body" and not _branch(p)]
     if not parts:
         return None
     out = parts[0]
@@ -113,13 +147,15 @@ def validation_error(exc: RequestValidationError) -> GatewayError:
         return GatewayError(
             "The request body must be a JSON object sent with Content-Type: application/json.",
         )
-    param = _loc_to_param(first.get("loc", ()))
-    msgs = []
-    for err in errors[:5]:
+    errors = _furthest_branches(list(errors))
+    param = _loc_to_param(errors[0].get("loc", ()))
+    by_param: dict[str, list[str]] = {}  # a union's branches at one place: "A or B"
+    for err in errors:
         where = _loc_to_param(err.get("loc", ())) or "body"
-        msgs.append(f"{where}: {err.get('msg', 'invalid value')}")
-    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-    return GatewayError("Invalid request: " + "; ".join(msgs) + more, param=param)
+        by_param.setdefault(where, []).append(err.get("msg", "invalid value"))
+    msgs = [f"{where}: {_either(texts)}" for where, texts in by_param.items()]
+    more = f" (and {len(msgs) - 5} more)" if len(msgs) > 5 else ""
+    return GatewayError("Invalid request: " + "; ".join(msgs[:5]) + more, param=param)
 
 
 async def _gateway_error_handler(_: Request, exc: Exception) -> Response:
@@ -139,6 +175,12 @@ async def _http_handler(request: Request, exc: Exception) -> Response:
         message = f"No route for {request.method} {request.url.path}."
     elif status == 405:
         message = f"Method {request.method} is not allowed on {request.url.path}."
+    elif status == 400 and isinstance(exc.__cause__, RecursionError):
+        # FastAPI's "There was an error parsing the body" for JSON nested past Python's limit
+        return GatewayError(
+            "We could not parse the JSON body of your request: it is nested too deeply.",
+            code="invalid_json",
+        ).response()
     else:
         message = str(exc.detail)
     return GatewayError(message, status=status, headers=dict(exc.headers or {})).response()

@@ -27,6 +27,13 @@ CASES: list[tuple[str, dict[str, Any], int, str, str | None]] = [
     ("unsupported part", {"json": {"messages": [{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "http://x/y.png"}}]}]}},
      400, "invalid_request", "messages[0].content"),
+    ("content a number", {"json": {"messages": [{"role": "user", "content": 5}]}},
+     400, "invalid_request", "messages[0].content"),
+    ("text part without text", {"json": {"messages": [{"role": "user", "content": [
+        {"type": "text"}]}]}}, 400, "invalid_request", "messages[0].content[0].text"),
+    ("JSON nested too deeply", {"content": b'{"messages": ' + b"[" * 100_000 + b"]" * 100_000
+                                + b"}", "headers": {"content-type": "application/json"}},
+     400, "invalid_json", None),
     ("max_tokens zero", {"json": {"messages": HI, "max_tokens": 0}}, 400, "invalid_request",
      "max_tokens"),
     ("max_tokens negative", {"json": {"messages": HI, "max_tokens": -5}}, 400, "invalid_request",

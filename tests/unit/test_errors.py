@@ -75,6 +75,15 @@ def test_invalid_json_is_400(client: TestClient) -> None:
     assert assert_shape(r.json())["code"] == "invalid_json"
 
 
+def test_json_nested_too_deeply_is_invalid_json(client: TestClient) -> None:
+    """FastAPI's own "There was an error parsing the body" (a RecursionError inside)."""
+    deep = b'{"count": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    r = client.post("/echo", content=deep, headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    error = assert_shape(r.json())
+    assert error["code"] == "invalid_json" and "nested too deeply" in str(error["message"])
+
+
 def test_gateway_error_status_and_code(client: TestClient) -> None:
     r = client.get("/fail")
     assert r.status_code == 404
@@ -123,3 +132,37 @@ def test_an_empty_stop_string_is_named_as_the_stop_field(
     assert error.status == 400 and error.param == "stop"
     assert "must not be empty" in error.message
     assert schema.model_validate({**body, "stop": ["end", "\n"]}).stop == ["end", "\n"]
+
+
+def chat_error(body: dict[str, object]) -> GatewayError:
+    with pytest.raises(ValidationError) as caught:
+        ChatCompletionRequest.model_validate(body)
+    errors = [{**e, "loc": ("body", *e["loc"])} for e in caught.value.errors()]
+    return validation_error(RequestValidationError(errors))
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "param", "message"),
+    [
+        # the list branch got further: its error, not "should be a valid string"
+        ("content", [{"type": "text"}], "messages[0].content[0].text", "Field required"),
+        # no branch got in: both, under one name without pydantic's type tags
+        ("content", 5, "messages[0].content",
+         "Input should be a valid string, or input should be a valid list"),
+        ("stop", 5, "stop", "Input should be a valid string, or input should be a valid list"),
+        ("tool_choice", "maybe", "tool_choice", "Input should be 'none', 'auto' or 'required', or"),
+    ],
+)  # fmt: skip
+def test_a_union_error_names_the_field_not_its_branches(
+    field: str, value: object, param: str, message: str
+) -> None:
+    message_ = {"role": "user", "content": value if field == "content" else "hi"}
+    body: dict[str, object] = {"messages": [message_]}
+    if field != "content":
+        body[field] = value
+    error = chat_error(body)
+    assert error.param == param
+    assert error.message.startswith(f"Invalid request: {param}: {message}"), error.message
+    for tag in ("list[", ".str", "TextPart]", "literal["):
+        assert tag not in error.message and tag not in str(error.param)
+    assert error.message.count(f"{param}:") == 1
