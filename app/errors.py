@@ -116,7 +116,8 @@ def _furthest_branches(errors: list[Any]) -> list[Any]:
 
 
 def _either(texts: list[str]) -> str:
-    """ "Input should be a valid string, or input should be a valid list"."""
+    """One place's failed branches in one sentence: "Input should be a valid string, or
+    input should be a valid list"."""
     return ", or ".join([texts[0], *(t[:1].lower() + t[1:] for t in texts[1:])])
 
 

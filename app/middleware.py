@@ -12,7 +12,7 @@ from app.observe import RESPONSE_STARTED
 _SLASHES = re.compile(r"/{2,}")
 # `/v1/models/{model}`: what follows is a model id, which may be a path of its own
 _MODEL_ID = re.compile(r"/+v1/+models/(?=.)", re.DOTALL)
-MODEL_PREFIX = "/v1/models/"
+_MODEL_PREFIX = "/v1/models/"
 
 
 def normalize_path(path: str) -> str:
@@ -20,7 +20,7 @@ def normalize_path(path: str) -> str:
     model id of `/v1/models/{model}` is kept as sent (`/v1/models//root/Qwen3-0.6B/`)."""
     model = _MODEL_ID.match(path)
     if model is not None:
-        return MODEL_PREFIX + path[model.end() :]
+        return _MODEL_PREFIX + path[model.end() :]
     path = _SLASHES.sub("/", path)
     if len(path) > 1 and path.endswith("/"):
         path = path.rstrip("/") or "/"
