@@ -22,6 +22,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from app.admission import AdmissionMiddleware, admission_metrics
 from app.auth import OPEN_PATHS, ApiKeyMiddleware, load_keys
 from app.chat.prepare import server_defaults
+from app.cpu_kv_cache import size_cpu_kv_cache
 from app.engine import Engine, start_engine
 from app.engine_args import build_engine_args, overrides_from_env
 from app.errors import install_error_handlers
@@ -70,7 +71,8 @@ def build_registry(settings: Settings, engine: Engine, source: ModelSource) -> M
 
 
 def gateway_engine_args(settings: Settings, source: ModelSource) -> AsyncEngineArgs:
-    """The engine options for `source`: the user's, and the served name clients see."""
+    """The engine options for `source`: the user's, the served name clients see and, on a
+    CPU the user left unsized, a KV cache sized for the model (`app.cpu_kv_cache`)."""
     overrides = settings.engine_overrides
     if overrides is None:
         overrides = overrides_from_env(os.environ)
@@ -79,6 +81,7 @@ def gateway_engine_args(settings: Settings, source: ModelSource) -> AsyncEngineA
         engine_args.served_model_name = ["qwen3-tiny-demo"]
     elif not engine_args.served_model_name:
         engine_args.served_model_name = [source.requested]
+    size_cpu_kv_cache(engine_args, os.environ)
     return engine_args
 
 
