@@ -49,6 +49,8 @@ def _chat_ids(gateway: Gateway, body: TokenizeRequest) -> list[int]:
         tools=body.tools,
         chat_template_kwargs=body.chat_template_kwargs,
         enable_thinking=body.enable_thinking,
+        add_generation_prompt=body.add_generation_prompt,
+        continue_final_message=body.continue_final_message,
     )
     normalized = normalize(request, gateway.defaults)
     tokenizer = gateway.engine.tokenizer
@@ -57,7 +59,6 @@ def _chat_ids(gateway: Gateway, body: TokenizeRequest) -> list[int]:
         normalized.request,
         normalized.template_kwargs,
         plan_tools(normalized.request).template_tools,
-        add_generation_prompt=body.add_generation_prompt,
     )
     return tokenizer.encode(text, add_special_tokens=bool(body.add_special_tokens))
 

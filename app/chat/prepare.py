@@ -14,7 +14,7 @@ import time
 import uuid
 
 from app.chat.normalize import Defaults, normalize
-from app.chat.prompt import open_think_block, render_prompt
+from app.chat.prompt import continues_final_message, open_think_block, render_prompt
 from app.chat.sampling import build_sampling_params, completion_budget
 from app.chat.service import ChatJob, ReasoningMode
 from app.chat.tools import plan_tools
@@ -72,8 +72,11 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
     prompt = await render_prompt(
         engine.tokenizer, request, normalized.template_kwargs, tools.template_tools
     )
-    # Constrained output with thinking asked for: think first, then the constrained answer.
-    think_first = constraint is not None and normalized.thinking
+    # Constrained output with thinking asked for: think first, then the constrained answer
+    # (not inside a continued message: the template has closed its think block).
+    think_first = (
+        constraint is not None and normalized.thinking and not continues_final_message(request)
+    )
     if think_first:
         if request.n > 1:
             raise GatewayError(

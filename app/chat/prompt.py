@@ -53,26 +53,52 @@ def message_dict(message: ChatMessage) -> dict[str, Any]:
     return out
 
 
+def continues_final_message(request: ChatCompletionRequest) -> bool:
+    """Whether the prompt ends inside the last message, for the model to continue it
+    (vLLM's `continue_final_message`, or Qwen's `partial: true` on that message) instead
+    of with a new assistant turn. Only the assistant's own message can be continued, and
+    not together with `add_generation_prompt: true`."""
+    last = request.messages[-1]
+    if not (request.continue_final_message or last.partial):
+        return False
+    param = "continue_final_message" if request.continue_final_message else "messages"
+    if last.role != "assistant":
+        raise GatewayError(
+            f"Only an assistant message can be continued, and the last message is the "
+            f"{last.role}'s: end the messages with the assistant's partial answer.",
+            param=param,
+        )
+    if request.add_generation_prompt:
+        raise GatewayError(
+            "add_generation_prompt and continue_final_message can't both be true: the "
+            "prompt either opens a new assistant turn or continues the last message.",
+            param="add_generation_prompt",
+        )
+    return True
+
+
 def render_text(
     tokenizer: Tokenizer,
     request: ChatCompletionRequest,
     template_kwargs: dict[str, Any],
     tools: list[dict[str, Any]] | None = None,
-    *,
-    add_generation_prompt: bool = True,
 ) -> str:
     """Apply the chat template (it adds the special tokens).
 
     `tools` are the tools to offer (`app.chat.tools.plan_tools` decides; none for
-    `tool_choice: "none"`).
+    `tool_choice: "none"`). The prompt ends with a new assistant turn unless the request
+    says otherwise (`add_generation_prompt: false`, or a continued last message).
     """
     conversation = [message_dict(m) for m in request.messages]
+    ending: dict[str, bool] = {"add_generation_prompt": request.add_generation_prompt is not False}
+    if continues_final_message(request):
+        ending = {"add_generation_prompt": False, "continue_final_message": True}
     try:
         text = tokenizer.apply_chat_template(
             conversation,
             tools=tools or None,
-            add_generation_prompt=add_generation_prompt,
             tokenize=False,
+            **ending,
             **template_kwargs,
         )
     except Exception as exc:  # jinja's TemplateError and friends: the request is at fault

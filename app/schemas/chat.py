@@ -37,6 +37,7 @@ class ChatMessage(BaseModel):
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
     reasoning_content: str | None = None
+    partial: bool | None = None  # Qwen's (DashScope's) prefix mode: continue this message
 
     @field_validator("content", mode="before")
     @classmethod
@@ -157,6 +158,9 @@ class ChatCompletionRequest(StructuredFields):
     chat_template_kwargs: dict[str, Any] | None = None
     extra_body: dict[str, Any] | None = None
     skip_special_tokens: bool = True
+    # vLLM's: end the prompt with a new assistant turn (default), or continue the last message
+    add_generation_prompt: bool | None = None
+    continue_final_message: bool = False
 
     def token_limit(self) -> int | None:
         """The client's cap on generated tokens (`max_completion_tokens` wins)."""

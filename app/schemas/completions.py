@@ -56,7 +56,8 @@ class TokenizeRequest(BaseModel):
     prompt: str | None = None
     messages: list[ChatMessage] | None = None
     add_special_tokens: bool | None = None  # default: true for a prompt, false for messages
-    add_generation_prompt: bool = True
+    add_generation_prompt: bool | None = None  # default: true (unless continuing)
+    continue_final_message: bool = False
     return_token_strs: bool = False
     tools: list[Tool] | None = None
     chat_template_kwargs: dict[str, Any] | None = None

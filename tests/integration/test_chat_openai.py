@@ -236,3 +236,49 @@ def test_models_list(client: openai.OpenAI, gateway: LiveGateway) -> None:
     first = models.data[0].model_dump()
     assert first["root"] == gateway.model
     assert first["max_model_len"] == 2048
+
+
+def test_the_last_assistant_message_is_continued(
+    client: openai.OpenAI, gateway: LiveGateway
+) -> None:
+    """vLLM's `continue_final_message` and Qwen's `partial: true`: the prompt ends inside
+    the assistant's message (as /tokenize shows), not with a new assistant turn."""
+    prefill = [*HELLO, {"role": "assistant", "content": "Hello, I am"}]
+    counted = httpx.post(
+        gateway.base_url + "/tokenize",
+        json={"messages": prefill, "continue_final_message": True},
+        timeout=30,
+    ).json()
+    text = httpx.post(
+        gateway.base_url + "/detokenize", json={"tokens": counted["tokens"]}, timeout=30
+    ).json()["prompt"]
+    assert text.endswith("Hello, I am")
+    continued = client.chat.completions.create(
+        model=gateway.model,
+        messages=prefill,
+        max_tokens=4,
+        extra_body={"continue_final_message": True},
+    )
+    partial = [*HELLO, {**prefill[-1], "partial": True}]
+    in_partial_mode = client.chat.completions.create(
+        model=gateway.model,
+        messages=partial,
+        max_tokens=4,
+    )
+    new_turn = client.chat.completions.create(
+        model=gateway.model,
+        messages=prefill,
+        max_tokens=1,
+    )
+    assert continued.usage and in_partial_mode.usage and new_turn.usage
+    assert continued.usage.prompt_tokens == in_partial_mode.usage.prompt_tokens == counted["count"]
+    assert new_turn.usage.prompt_tokens > counted["count"]
+    with pytest.raises(openai.BadRequestError) as err:
+        client.chat.completions.create(
+            model=gateway.model,
+            messages=HELLO,
+            max_tokens=1,
+            extra_body={"continue_final_message": True},
+        )
+    body = err.value.body
+    assert isinstance(body, dict) and body["param"] == "continue_final_message"

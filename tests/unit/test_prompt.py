@@ -7,6 +7,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from app.chat.prompt import (
     Prompt,
     open_think_block,
@@ -15,6 +17,7 @@ from app.chat.prompt import (
     template_tool_call,
 )
 from app.encode import OFF_LOOP_CHARS
+from app.errors import GatewayError
 from app.schemas.chat import ChatCompletionRequest
 
 
@@ -84,3 +87,34 @@ async def test_a_long_prompt_is_tokenized_off_the_event_loop() -> None:
         assert got == Prompt(text, [ord(c) for c in text])
     assert tok.threads[0] == threading.current_thread().name  # short: inline
     assert tok.threads[1].startswith("encode")  # long: the encode thread
+
+
+PREFILL = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello, I am"}]
+
+
+def test_the_prompt_ends_as_the_request_asks(tokenizer: Any) -> None:
+    def end(messages: list[dict[str, Any]], **extra: Any) -> str:
+        return render_text(tokenizer, ChatCompletionRequest(messages=messages, **extra), {})
+
+    assert end(PREFILL).endswith("Hello, I am<|im_end|>\n<|im_start|>assistant\n")
+    # vLLM's continue_final_message, and Qwen's partial mode: the model goes on from here
+    assert end(PREFILL, continue_final_message=True).endswith("</think>\n\nHello, I am")
+    partial = [PREFILL[0], {**PREFILL[1], "partial": True}]
+    assert end(partial) == end(PREFILL, continue_final_message=True)
+    assert end(PREFILL, continue_final_message=True, add_generation_prompt=False) == end(partial)
+    assert end(PREFILL, add_generation_prompt=False).endswith("Hello, I am<|im_end|>\n")
+
+
+def test_only_the_assistants_last_message_can_be_continued(tokenizer: Any) -> None:
+    cases = [
+        ({"messages": PREFILL[:1], "continue_final_message": True}, "continue_final_message"),
+        ({"messages": [{"role": "user", "content": "hi", "partial": True}]}, "messages"),
+        (
+            {"messages": PREFILL, "continue_final_message": True, "add_generation_prompt": True},
+            "add_generation_prompt",
+        ),
+    ]
+    for body, param in cases:
+        with pytest.raises(GatewayError) as caught:
+            render_text(tokenizer, ChatCompletionRequest.model_validate(body), {})
+        assert caught.value.param == param
