@@ -97,6 +97,8 @@ def size_cpu_kv_cache(engine_args: AsyncEngineArgs, environ: Mapping[str, str]) 
     if str(current_platform.device_type) != "cpu" or user_sized(engine_args, environ):
         return None
     config = _model_config(str(engine_args.model))
+    if str(getattr(engine_args, "dtype", "auto")) in ("float32", "float"):
+        config["dtype"] = "float32"  # `--dtype float32`: the cache is kept in it too
     size = default_kv_cache_bytes(config, engine_args.max_model_len, _total_ram())
     if size is None:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,13 @@ def test_size_is_set_on_this_cpu_only_when_unsized(tmp_path: Path) -> None:
     args = AsyncEngineArgs(model=str(tmp_path))
     assert size_cpu_kv_cache(args, {}) == args.kv_cache_memory_bytes
     assert args.kv_cache_memory_bytes is not None and args.kv_cache_memory_bytes <= FLOOR_BYTES
+    # `--dtype float32` keeps the cache in 4-byte values: 1 MiB a token here, not the floor
+    (tmp_path / "config.json").write_text(json.dumps({**TINY, "num_hidden_layers": 2048}))
+    wide = AsyncEngineArgs(model=str(tmp_path), dtype="float32", max_model_len=4096)
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    expected = 4 * GiB * 11 // 10
+    assert size_cpu_kv_cache(wide, {}) == (expected if expected <= ram // 2 else None)
+    (tmp_path / "config.json").write_text(json.dumps(TINY))
     chosen = AsyncEngineArgs(model=str(tmp_path))
     assert size_cpu_kv_cache(chosen, {"VLLM_CPU_KVCACHE_SPACE": "1"}) is None
     assert chosen.kv_cache_memory_bytes is None
