@@ -10,15 +10,8 @@ from typing import Any
 
 import pytest
 
-from bench.paired import (
-    ServerSpec,
-    engine_sample,
-    parse_spec,
-    summarize,
-    targets,
-    timed_request,
-    turn_order,
-)
+from bench.paired import ServerSpec, parse_spec, targets, timed_request, turn_order
+from bench.paired_stats import engine_sample, summarize
 from tests.local_http import serving
 
 
