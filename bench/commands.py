@@ -21,6 +21,9 @@ from bench.profiles import (
 from bench.servers import ServerProcess, post_json
 from bench.sse import chat_stream, first_delta, has_text
 
+VLLM_FRONTENDS = ("python", "rust")
+RUST_FRONTEND_VAR = "VLLM_USE_RUST_FRONTEND"
+
 
 def ensure_model(args: argparse.Namespace, profile: Profile) -> str:
     if args.model:
@@ -45,10 +48,16 @@ def server_argv(
     port: int,
     engine_args: list[str],
     extra: list[str] | None = None,
+    frontend: str = "python",
 ) -> list[str]:
     """The server's command line; `extra` holds flags for this server only (e.g.
-    `--api-server-count 4`)."""
+    `--api-server-count 4`); `frontend` picks vLLM's Python or Rust HTTP frontend."""
     host = ["--host", "127.0.0.1", "--port", str(port), *(extra or [])]
+    if name == "vllm" and frontend == "rust":
+        # vLLM starts its Rust frontend only from its CLI (`vllm serve`, which reads
+        # VLLM_USE_RUST_FRONTEND); the api_server module ignores the variable. The CLI
+        # is not usable on the CPU build (it looks up a package named "vllm").
+        return [python, "-m", "vllm.entrypoints.cli.main", "serve", model, *host, *engine_args]
     if name == "vllm":
         return [
             python,
@@ -78,14 +87,19 @@ def bench_server(
     log_path: Path,
     extra: list[str] | None = None,
     gateway_root: str | None = None,
+    frontend: str = "python",
 ) -> ServerProcess:
     """A server as the harness runs it: the profile's engine flags and environment, `extra`
-    flags for this server only, the gateway from `gateway_root` when given."""
+    flags for this server only, the gateway from `gateway_root` when given, vLLM's Rust
+    frontend with `frontend="rust"`."""
+    env = server_env(profile)
+    if name == "vllm" and frontend == "rust":
+        env[RUST_FRONTEND_VAR] = "1"
     return ServerProcess(
         name=name,
-        argv=server_argv(name, python, model, port, profile.engine_args, extra),
+        argv=server_argv(name, python, model, port, profile.engine_args, extra, frontend),
         port=port,
-        env=server_env(profile),
+        env=env,
         log_path=log_path,
         cwd=server_cwd(name, gateway_root),
     )
@@ -225,6 +239,7 @@ def results_header(
     extra_args: dict[str, list[str]],
 ) -> dict[str, Any]:
     """The results file's head: what ran, where, with which commands; runs come later."""
+    frontend = getattr(args, "vllm_frontend", "python")
     head: dict[str, Any] = {
         "schema": 1,
         "hardware": args.hardware or hardware_name(prof.name),
@@ -243,9 +258,13 @@ def results_header(
         "gateway_root": str(Path(args.gateway_root).resolve()) if args.gateway_root else None,
         "server_args": extra_args,
         "versions": versions(args.python),
+        "vllm_frontend": frontend,
         "commands": {
-            name: shlex.join(
-                server_argv(name, "python", model, args.port, prof.engine_args, extra_args[name])
+            name: (f"{RUST_FRONTEND_VAR}=1 " if name == "vllm" and frontend == "rust" else "")
+            + shlex.join(
+                server_argv(
+                    name, "python", model, args.port, prof.engine_args, extra_args[name], frontend
+                )
             )
             for name in servers
         },

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from bench.commands import VLLM_FRONTENDS
 from bench.profiles import LABELS, PROFILES, ROOT, SERVER_NAMES
 
 
@@ -65,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
             default="",
             help=f"extra flags for {LABELS[name]} only, one string (e.g. '--api-server-count 4')",
         )
+    p.add_argument(
+        "--vllm-frontend",
+        choices=VLLM_FRONTENDS,
+        default="python",
+        help="vLLM's HTTP frontend: its Python server, or its Rust one (`vllm serve` with "
+        "VLLM_USE_RUST_FRONTEND=1; GPU build only)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=18431)
     p.add_argument("--python", default=sys.executable, help="interpreter for servers and client")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bench import engine_stats
-from bench.commands import bench_server, ensure_model
+from bench.commands import RUST_FRONTEND_VAR, bench_server, ensure_model
 from bench.first_text import random_prompts
 from bench.machine import favoured_client
 from bench.paired_stats import engine_sample, summarize
@@ -52,6 +52,12 @@ class ServerSpec:
     kind: str
     flags: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def frontend(self) -> str:
+        """vLLM's Rust frontend when the spec sets VLLM_USE_RUST_FRONTEND=1 (it needs the
+        CLI's command line, see bench.commands.server_argv)."""
+        return "rust" if dict(self.env).get(RUST_FRONTEND_VAR) == "1" else "python"
 
 
 _ENV_WORD = re.compile(r"([A-Z_][A-Z0-9_]*)=(.*)", re.DOTALL)
@@ -192,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             server = bench_server(
                 spec.kind, prof, python=args.python, model=model, port=args.port + 10 * n,
                 log_path=out / f"server-{spec.label}.log", extra=[*spec.flags, *memory],
+                frontend=spec.frontend,
             )  # fmt: skip
             server.env.update(spec.env)
             server.start()

@@ -114,6 +114,11 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
     )
     add(f"- Versions: {vers}; gateway commit {v.get('gateway_commit', '?')}")
     add(f"- Model: `{data['model']}`")
+    if data.get("vllm_frontend") == "rust":
+        add(
+            "- `vllm serve` here is vLLM's **Rust** HTTP frontend (`VLLM_USE_RUST_FRONTEND=1 "
+            "vllm serve`), not its Python server"
+        )
     add(
         f"- Workloads (in/out tokens): {', '.join(data['workloads'])}; concurrencies "
         f"{', '.join(map(str, data['concurrencies']))}; rounds per point and server: "

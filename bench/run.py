@@ -144,6 +144,7 @@ class Runner:
             name, prof, python=args.python, model=model, port=port,
             log_path=self.results_dir / f"server-{name}-r{rnd}.log",
             extra=self.extra_args(name), gateway_root=args.gateway_root,
+            frontend=args.vllm_frontend,
         )  # fmt: skip
         record: dict[str, Any] = {
             "server": name,

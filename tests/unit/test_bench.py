@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bench.client import build_plan, on_end, on_start
-from bench.commands import client_argv, scalar_metrics
+from bench.commands import RUST_FRONTEND_VAR, bench_server, client_argv, scalar_metrics
 from bench.machine import autogroup_nice, favour_client, favoured_client
 from bench.options import build_parser
 from bench.procfs import current_core, read_status_kib, rss_kib
@@ -161,3 +161,20 @@ def test_client_saves_per_request_detail_only_at_concurrency_one(tmp_path: Path)
     assert "--save-detailed" in argv(1)
     assert "--save-detailed" not in argv(8)
     assert scalar_metrics({"ttfts": [0.1], "median_ttft_ms": 1.0}) == {"median_ttft_ms": 1.0}
+
+
+def test_the_rust_frontend_starts_from_vllms_cli_with_its_variable(tmp_path: Path) -> None:
+    prof = profile_from_args("gpu", build_parser().parse_args(["--vllm-frontend", "rust"]))
+    rust = bench_server(
+        "vllm", prof, python="py", model="/m", port=9, log_path=tmp_path / "l", frontend="rust"
+    )
+    assert rust.argv[:5] == ["py", "-m", "vllm.entrypoints.cli.main", "serve", "/m"]
+    assert rust.env[RUST_FRONTEND_VAR] == "1"
+    # the gateway and vLLM's Python server are unchanged by the choice
+    gateway = bench_server(
+        "gateway", prof, python="py", model="/m", port=9, log_path=tmp_path / "l", frontend="rust"
+    )
+    python = bench_server("vllm", prof, python="py", model="/m", port=9, log_path=tmp_path / "l")
+    assert gateway.argv[:4] == ["py", "-m", "app", "serve"]
+    assert python.argv[2] == "vllm.entrypoints.openai.api_server"
+    assert RUST_FRONTEND_VAR not in gateway.env and RUST_FRONTEND_VAR not in python.env

@@ -35,6 +35,8 @@ def test_parse_spec_forms() -> None:
             (("VLLM_WORKER_MULTIPROC_METHOD", "fork"), ("A_B", "x y")),
         )
     )
+    assert parse_spec("gw=gateway").frontend == "python"
+    assert parse_spec("rs=VLLM_USE_RUST_FRONTEND=1 vllm").frontend == "rust"
     with pytest.raises(ValueError, match="expected"):  # no label: the first '=' names it
         parse_spec("VLLM_WORKER_MULTIPROC_METHOD=fork gateway")
     with pytest.raises(ValueError):

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.report import render
 from bench.report_data import cpu_per_token, load
 from bench.report_goals import bandwidth_table, goal_checks
 
@@ -116,3 +117,12 @@ def test_a_ttft_goal_is_judged_on_medians_and_shows_the_rounds_pairs() -> None:
         "23.5 vs 23.4 ms; lower in 2 of 3 rounds (median of per-round ratios 0.950)",
         False,
     )
+
+
+def test_a_rust_frontend_report_says_so() -> None:
+    data: dict[str, Any] = {
+        "workloads": ["128x64"], "concurrencies": [8], "model": "m", "profile": "gpu",
+        "sessions": [], "runs": [],
+    }  # fmt: skip
+    assert "Rust" not in render(data, "hw", [], "x.json")
+    assert "Rust** HTTP frontend" in render({**data, "vllm_frontend": "rust"}, "hw", [], "x.json")
