@@ -3,11 +3,14 @@
 Supported keywords: `type` (one or a list), `properties`, `required`,
 `additionalProperties`, `items`, `minItems`, `maxItems`, `minLength`, `maxLength`,
 `enum`, `const`, `anyOf`, `oneOf` (read as anyOf), one-element `allOf`, `$ref` into
-`$defs`/`definitions` (recursion included), `nullable`, a non-negative `minimum` on
-integers and numbers, and annotations (`title`, `description`, `default`, ...). Any
-other keyword raises `UnsupportedSchema`; callers then use vLLM's own JSON-schema
-constraint instead, which knows every keyword but lets the model add whitespace.
-Properties are written in schema order.
+`$defs`/`definitions` (recursion included), `nullable`, integer bounds (`minimum`,
+`maximum`, `exclusiveMinimum`, `exclusiveMaximum`), `minimum: 0` on numbers, the string
+`format`s of `app.grammar_formats` (`date`, `time`, `date-time`, `uuid`, `ipv4`), and
+annotations (`title`, `description`, `default`, ...). Any other keyword raises
+`UnsupportedSchema`; callers then use vLLM's own JSON-schema constraint instead, which
+knows every keyword but lets the model add whitespace. A lenient compiler (forced tool
+calls, which have no such fallback) drops what it can't spell instead (see
+`app.grammar_loosen`). Properties are written in schema order.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.grammar_ebnf import ITEM_SEP, KEY_SEP, MAX_DIGITS, Grammar, json_literal, literal
+from app.grammar_formats import FORMATS, integer_bounds, integer_range
 from app.grammar_keywords import (
     ALL_TYPE_KEYS,
     ANNOTATIONS,
@@ -26,17 +30,23 @@ from app.grammar_keywords import (
     TYPE_KEYS,
     UnsupportedSchema,
 )
+from app.grammar_loosen import loosen
 
 __all__ = ["SchemaCompiler", "json_object_grammar", "json_schema_grammar"]
 
 
 class SchemaCompiler:
-    """Compiles one JSON schema (one `$ref` root) into rules of a shared Grammar."""
+    """Compiles one JSON schema (one `$ref` root) into rules of a shared Grammar.
 
-    def __init__(self, grammar: Grammar, root: Any, prefix: str) -> None:
+    Lenient, it never raises `UnsupportedSchema`: each subschema is loosened first, and
+    one that still can't be compiled takes any value of its type.
+    """
+
+    def __init__(self, grammar: Grammar, root: Any, prefix: str, lenient: bool = False) -> None:
         self.grammar = grammar
         self.root = root
         self.prefix = prefix
+        self.lenient = lenient
         self.refs: dict[str, str] = {}
         self.count = 0
 
@@ -49,6 +59,32 @@ class SchemaCompiler:
 
     def value(self, schema: Any) -> str:
         """An EBNF expression (a rule name or literal) for values of `schema`."""
+        if not self.lenient:
+            return self.exact(schema)
+        try:
+            return self.exact(loosen(schema))
+        except (UnsupportedSchema, ValueError, TypeError):
+            return self.any_of_type(schema)
+
+    def any_of_type(self, schema: Any) -> str:
+        """Any value of the schema's `type` (any JSON value without a usable one)."""
+        kind = schema.get("type") if isinstance(schema, Mapping) else None
+        names = [kind] if isinstance(kind, str) else kind
+        base = {
+            "object": "json_object",
+            "array": "json_array",
+            "string": "json_string",
+            "integer": "json_integer",
+            "number": "json_number",
+            "boolean": "json_boolean",
+            "null": "json_null",
+        }
+        if not isinstance(names, list) or not names or not all(n in base for n in names):
+            return self.grammar.use("json_value")
+        return "(" + " | ".join(self.grammar.use(base[n]) for n in names) + ")"
+
+    def exact(self, schema: Any) -> str:
+        """`value` for a schema the compiler must spell exactly (else UnsupportedSchema)."""
         if schema is True or schema == {}:
             return self.grammar.use("json_value")
         if not isinstance(schema, Mapping):
@@ -205,6 +241,13 @@ class SchemaCompiler:
         return self.rule(f'"[" {body} "]"')
 
     def string(self, schema: Mapping[str, Any]) -> str:
+        if "format" in schema:
+            body = FORMATS.get(str(schema["format"]))
+            if body is None:
+                raise UnsupportedSchema(f"format {schema['format']!r}")
+            if "minLength" in schema or "maxLength" in schema:
+                raise UnsupportedSchema("format next to minLength/maxLength")
+            return self.rule(f'"\\"" {body} "\\""')
         low = int(schema.get("minLength", 0))
         high = schema.get("maxLength")
         if low == 0 and high is None:
@@ -215,6 +258,13 @@ class SchemaCompiler:
 
     def number(self, schema: Mapping[str, Any], kind: str) -> str:
         minimum = schema.get("minimum")
+        if kind == "integer" and (
+            set(schema) & {"maximum", "exclusiveMinimum", "exclusiveMaximum"}
+            or minimum not in (None, 0, 1)
+        ):
+            return self.rule(integer_range(*integer_bounds(schema)))
+        if set(schema) & {"maximum", "exclusiveMinimum", "exclusiveMaximum"}:
+            raise UnsupportedSchema("bounds on a number other than minimum 0")
         if minimum is None:
             whole = "json_integer"
         elif minimum == 0:

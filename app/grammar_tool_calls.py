@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.grammar_ebnf import Grammar, literal
-from app.grammar_keywords import UnsupportedSchema
 from app.grammar_schema import SchemaCompiler
 from app.tool_call_tags import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 
@@ -30,8 +29,9 @@ def tool_call_grammar(tools: Sequence[ToolSpec], *, max_calls: int = 1) -> str:
         {"name": "NAME", "arguments": {...}}
         </tool_call>
 
-    with calls separated by a newline. A tool whose parameters fall outside the supported
-    subset takes any JSON object as arguments.
+    with calls separated by a newline. The arguments follow each tool's schema, loosened
+    only where the grammar can't spell a keyword (see `app.grammar_loosen`): the keyword
+    is dropped, never the whole schema.
     """
     if not tools:
         raise ValueError("tool_call_grammar needs at least one tool")
@@ -51,10 +51,4 @@ def tool_call_grammar(tools: Sequence[ToolSpec], *, max_calls: int = 1) -> str:
 def _arguments(grammar: Grammar, parameters: Mapping[str, Any] | None, prefix: str) -> str:
     if parameters is None:
         return literal("{}")
-    compiler = SchemaCompiler(grammar, parameters, prefix)
-    saved = dict(grammar.rules), set(grammar.base)
-    try:
-        return compiler.value(parameters)
-    except UnsupportedSchema:
-        grammar.rules, grammar.base = saved
-        return grammar.use("json_object")
+    return SchemaCompiler(grammar, parameters, prefix, lenient=True).value(parameters)

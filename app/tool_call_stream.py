@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Final
 
-from app.tool_call_parse import CALL_HEADER, WHITESPACE, split_call
+from app.tool_call_body import CALL_HEADER, WHITESPACE, is_cut_call, split_call
 from app.tool_call_tags import TOOL_CALL_CLOSE, TOOL_CALL_OPEN
 from app.tool_call_types import ToolCallDelta, new_call_id
 
@@ -86,12 +86,15 @@ class ToolCallStream:
         if self._state == _TEXT:
             content = held
         elif self._state in (_HEAD, _WHOLE):
-            found = split_call(self._call_body + held)
-            if found is None:
-                content = TOOL_CALL_OPEN + self._call_body + held
-            else:
+            body = self._call_body + held
+            found = split_call(body)
+            if found is not None:  # complete JSON, `</tool_call>` cut off: still a call
                 calls.extend(self._whole(found))
-        # _ARGS: the arguments were cut short (what is held is a partial tag); _TAIL: done.
+            elif not is_cut_call(body):
+                content = TOOL_CALL_OPEN + body
+            # else a call cut off before its arguments began: neither a call nor content
+        # _ARGS: the arguments were cut short; the call was sent as far as it went (what is
+        # held is a partial tag). _TAIL: the call is complete.
         self._state = _TEXT
         return content, merge_deltas(calls)
 
@@ -129,6 +132,18 @@ class ToolCallStream:
     def _head(self, text: str, content: list[str], calls: list[ToolCallDelta]) -> str:
         body = self._call_body + text
         end = body.find(TOOL_CALL_CLOSE)
+        if self._state == _HEAD:  # first, as when the text comes a character at a time
+            header = CALL_HEADER.match(body)
+            if header is not None and header.end() < (len(body) if end == -1 else end + 1):
+                first = body[header.end()]
+                if first in "{[":  # stream the arguments as they come
+                    name = json.loads(f'"{header.group(1)}"')
+                    self._open_call(name, calls)
+                    self._state = _ARGS
+                    self._depth = 0
+                    self._in_string = self._escape = False
+                    return body[header.end() :]
+                self._state = _WHOLE  # arguments as a string or scalar: parse at the end
         if end != -1:
             found = split_call(body[:end])
             rest = body[end + len(TOOL_CALL_CLOSE) :]
@@ -139,18 +154,6 @@ class ToolCallStream:
             calls.extend(self._whole(found))
             self._strip = True
             return rest
-        if self._state == _HEAD:
-            header = CALL_HEADER.match(body)
-            if header is not None and header.end() < len(body):
-                first = body[header.end()]
-                if first in "{[":  # stream the arguments as they come
-                    name = json.loads(f'"{header.group(1)}"')
-                    self._open_call(name, calls)
-                    self._state = _ARGS
-                    self._depth = 0
-                    self._in_string = self._escape = False
-                    return body[header.end() :]
-                self._state = _WHOLE  # arguments as a string or scalar: parse at the end
         self._call_body = body
         return ""
 

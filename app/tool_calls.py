@@ -17,12 +17,21 @@ Shared rules:
   be cut out verbatim it is re-serialized with ``json.dumps``.
 * Whitespace before a ``<tool_call>`` and after a parsed call is dropped from the
   content; other text stays as it is.
-* A block that is not a JSON object with a string ``name`` stays in the content, as
-  written (``parse_tool_calls`` also keeps an unclosed block whose JSON is incomplete).
+* A closed block that is not a JSON object with a string ``name`` stays in the content,
+  as written.
+* An answer cut short (``max_tokens``) inside a call: the call is returned once its name
+  and the start of its ``arguments`` value were written (the point where a stream sends
+  the call's header), with the arguments text as far as it went, whether or not the JSON
+  or ``</tool_call>`` was finished (``finish_reason`` stays ``length``, as OpenAI's does
+  for a cut call). A block cut before that point is dropped: neither a call nor raw
+  ``<tool_call>`` markup in the content. An unclosed block whose text is not the start
+  of a JSON object (prose after a ``<tool_call>``) stays in the content.
 
-This module is the public entry point; the work is done in `app.tool_call_types` (the
-call and delta values), `app.tool_call_parse` (whole answers) and `app.tool_call_stream`
-(deltas), with the tags in `app.tool_call_tags`.
+Whole answers go through the streaming parser in one piece, so a whole and a streamed
+answer of the same text always agree. This module is the public entry point; the work is
+done in `app.tool_call_types` (the call and delta values), `app.tool_call_body` (one
+call's JSON), `app.tool_call_stream` (deltas) and `app.tool_call_parse` (whole answers),
+with the tags in `app.tool_call_tags`.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ modes, several calls, history rendering, bad requests (streaming: test_tools_str
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from tests.integration.conftest import LiveGateway
 from tests.integration.tool_requests import (
     ASK,
+    DATED,
     GREEDY,
     TOOLS,
     TWO_CALLS,
@@ -45,6 +47,31 @@ def test_named_function(client: openai.OpenAI, gateway: LiveGateway) -> None:
     assert calls and len(calls) == 1
     check_call(calls[0], ("get_weather",))
     assert resp.choices[0].finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "book"}}])
+def test_forced_call_follows_a_schema_with_format_bounds_and_pattern(
+    client: openai.OpenAI, gateway: LiveGateway, choice: Any
+) -> None:
+    """`format`, `maximum` and `pattern` no longer turn the arguments into any object:
+    required names, the date's spelling and the integer range hold (the pattern is
+    dropped, the string's maxLength kept)."""
+    resp = client.chat.completions.create(
+        model=gateway.model,
+        messages=[{"role": "user", "content": "Book a table."}],
+        tools=[DATED],
+        tool_choice=choice,
+        **GREEDY,
+    )
+    calls = resp.choices[0].message.tool_calls
+    assert calls and resp.choices[0].finish_reason == "tool_calls"
+    for call in calls:
+        assert call.function.name == "book"
+        arguments = json.loads(call.function.arguments)
+        assert {"day", "seats"} <= set(arguments) <= {"day", "seats", "note"}
+        datetime.date.fromisoformat(arguments["day"])
+        assert isinstance(arguments["seats"], int) and 1 <= arguments["seats"] <= 5
+        assert len(arguments.get("note", "")) <= 8
 
 
 def test_single_call_when_parallel_calls_are_off(

@@ -19,6 +19,7 @@ from tests.integration.conftest import LiveGateway
 from tests.integration.tool_requests import (
     ASK,
     GREEDY,
+    ONE_INT,
     TOOLS,
     TWO_CALLS,
     check_call,
@@ -91,6 +92,45 @@ def test_streaming_with_the_sdk_matches_the_whole_answer(
         (c.function.name, c.function.arguments) for c in whole
     ]
     assert finish == "tool_calls"
+
+
+def test_a_call_cut_by_max_tokens_is_the_same_streamed_and_whole(
+    client: openai.OpenAI, gateway: LiveGateway
+) -> None:
+    """The same tokens give the same calls and content whole and streamed, wherever
+    `max_tokens` cuts the call: before, a whole answer cut inside `</tool_call>` came back
+    as raw `<tool_call>` text in `content` while the stream had a parsed call."""
+    for max_tokens in (3, 8, 14, 20, 25, 30, 40):
+        args: dict[str, Any] = {
+            "model": gateway.model,
+            "messages": ASK,
+            "tools": [ONE_INT],
+            "tool_choice": {"type": "function", "function": {"name": "f"}},
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "seed": 2,
+        }
+        whole = client.chat.completions.create(**args).choices[0]
+        content = ""
+        calls: dict[int, list[str]] = {}
+        finish = None
+        for chunk in client.chat.completions.create(**args, stream=True):
+            choice = chunk.choices[0]
+            finish = choice.finish_reason or finish
+            content += choice.delta.content or ""
+            for delta in choice.delta.tool_calls or []:
+                entry = calls.setdefault(delta.index, ["", ""])
+                if delta.function and delta.function.name:
+                    entry[0] = delta.function.name
+                if delta.function and delta.function.arguments:
+                    entry[1] += delta.function.arguments
+        expected = [(c.function.name, c.function.arguments) for c in whole.message.tool_calls or []]
+        assert [tuple(calls[i]) for i in sorted(calls)] == expected, max_tokens
+        assert content == (whole.message.content or ""), max_tokens
+        assert finish == whole.finish_reason, max_tokens
+        assert "<tool_call>" not in content, max_tokens
+        if whole.finish_reason == "length" and expected:
+            assert expected[0][0] == "f"
 
 
 def test_reasoning_and_tool_calls_in_one_stream(gateway: LiveGateway) -> None:

@@ -46,3 +46,32 @@ def check_call(call: Any, names: tuple[str, ...] = ("get_weather", "now")) -> di
     else:
         assert arguments == {}
     return arguments
+
+
+# Keywords the tool-call grammar once gave up on (the whole schema became "any object").
+DATED = {
+    "type": "function",
+    "function": {
+        "name": "book",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "day": {"type": "string", "format": "date"},
+                "seats": {"type": "integer", "minimum": 1, "maximum": 5},
+                "note": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 8},
+            },
+            "required": ["day", "seats"],
+        },
+    },
+}
+ONE_INT = {
+    "type": "function",
+    "function": {
+        "name": "f",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "required": ["a"],
+        },
+    },
+}

@@ -140,9 +140,10 @@ def test_pydantic_model_schema() -> None:
     "schema",
     [
         {"type": "string", "pattern": "^a+$"},
-        {"type": "string", "format": "date-time"},
-        {"type": "integer", "maximum": 5},
-        {"type": "integer", "minimum": -3},
+        {"type": "string", "format": "email"},
+        {"type": "string", "format": "date", "maxLength": 4},
+        {"type": "number", "maximum": 5},
+        {"type": "number", "exclusiveMinimum": 0},
         {"allOf": [{"type": "string"}, {"maxLength": 3}]},
         {"type": "object", "properties": {"a": {}}, "required": ["b"]},
         {"type": "array", "uniqueItems": True},
@@ -202,12 +203,94 @@ def test_tool_call_grammar_forces_qwen3_calls() -> None:
     assert not accepts(grammar, call("now", {"x": 1}))  # no parameters: {}
 
 
-def test_tool_with_unsupported_schema_takes_any_object() -> None:
+def test_integer_bounds_and_formats_are_spelled_exactly() -> None:
+    small = json_schema_grammar({"type": "integer", "minimum": -3, "exclusiveMaximum": 6})
+    assert [n for n in range(-20, 20) if accepts(small, str(n))] == list(range(-3, 6))
+    assert not accepts(small, "-0") and not accepts(small, "05")
+    date = json_schema_grammar({"type": "string", "format": "date"})
+    assert accepts(date, '"2024-02-29"')
+    assert not accepts(date, '"2024-13-01"') and not accepts(date, '"tomorrow"')
+    when = json_schema_grammar({"type": "string", "format": "date-time"})
+    assert accepts(when, '"2024-02-29T23:59:60Z"') is False  # seconds 00-59
+    assert accepts(when, '"2024-02-29T23:59:59.25+05:30"')
+
+
+def test_tool_with_unsupported_keywords_keeps_the_rest_of_its_schema() -> None:
+    """The keywords the grammar can't spell are dropped, one by one, never the schema:
+    before, one `pattern` or `format` made the arguments any JSON object (`{}` for a
+    function with a required parameter)."""
     odd = {"type": "object", "properties": {"q": {"type": "string", "pattern": "x+"}}}
+    dated = {
+        "type": "object",
+        "properties": {"a": {"type": "string", "format": "date"}},
+        "required": ["a"],
+    }
     grammar = tool_call_grammar([ToolSpec("search", odd), ToolSpec("w", WEATHER)])
-    assert accepts(grammar, call("search", {"anything": [1, 2]}))
+    assert accepts(grammar, call("search", {"q": "anything"}))  # pattern dropped
+    assert not accepts(grammar, call("search", {"anything": [1, 2]}))
+    assert not accepts(grammar, call("search", {"q": 1}))
     assert accepts(grammar, call("w", {"city": "Rome"}))
     assert not accepts(grammar, call("w", {"town": "Rome"}))
+    grammar = tool_call_grammar([ToolSpec("f", dated)])
+    assert accepts(grammar, call("f", {"a": "2024-01-31"}))
+    assert not accepts(grammar, call("f", {}))  # required `a`
+    assert not accepts(grammar, call("f", {"a": "soon"}))
+
+
+@pytest.mark.parametrize(
+    ("parameters", "good", "bad"),
+    [
+        ({"type": "integer", "maximum": 5}, [5, -7, 0], [6, 12, {"": 1}]),
+        (
+            {"type": "object", "properties": {"n": {"type": "integer", "maximum": 5}}},
+            [{"n": 5}, {}],
+            [{"n": 6}, {"": 1}],
+        ),
+        (
+            {"type": "object",
+             "properties": {"x": {"type": "number", "exclusiveMinimum": 0, "maximum": 1}}},
+            [{"x": 0.5}, {"x": 3}],  # the maximum is dropped, the sign kept
+            [{"x": -1}, {"y": 1}],
+        ),
+        (
+            {"type": "array", "items": {"type": "string"}, "uniqueItems": True, "maxItems": 2},
+            [["a", "b"], ["a", "a"]],
+            [[1], ["a", "b", "c"]],
+        ),
+        (
+            {"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 1,
+             "required": ["a", "b"]},
+            [{"a": 1, "b": [None]}],  # b has no schema: any value, still required
+            [{"a": 1}, {}],
+        ),
+        (
+            {"allOf": [{"type": "object", "properties": {"a": {"type": "boolean"}},
+                        "required": ["a"]},
+                       {"properties": {"b": {"type": "null"}}}]},
+            [{"a": True}, {"a": False, "b": None}],
+            [{"b": None}, {"a": 1}],
+        ),
+        (
+            {"$defs": {"D": {"type": "string", "format": "uuid"}},
+             "type": "object", "properties": {"d": {"$ref": "#/$defs/D", "description": "x",
+                                                    "pattern": "."}}, "required": ["d"]},
+            [{"d": "123e4567-e89b-12d3-a456-426614174000"}],
+            [{"d": "x"}, {}],
+        ),
+        (
+            {"type": "object", "properties": {"v": {"not": {"type": "null"}, "type": "string"},
+                                              "w": {"type": "string", "format": "email"}}},
+            [{"v": "x", "w": "me@x.org"}, {"w": "not an email"}],
+            [{"v": 1}, {"w": None}],
+        ),
+    ],
+)  # fmt: skip
+def test_loosened_tool_schemas(parameters: Any, good: list[Any], bad: list[Any]) -> None:
+    grammar = tool_call_grammar([ToolSpec("f", parameters)])
+    for value in good:
+        assert accepts(grammar, call("f", value)), value
+    for value in bad:
+        assert not accepts(grammar, call("f", value)), value
 
 
 def test_tool_call_grammar_needs_tools() -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.tool_call_parse import split_call
+from app.tool_call_body import is_cut_call, split_call
 from app.tool_call_stream import merge_deltas
 from app.tool_calls import (
     ToolCallDelta,
@@ -93,6 +93,31 @@ CASES = {
         ("", [("u", '{"a": 1}')]),
     ),
     "no arguments": ('<tool_call>\n{"name": "n"}\n</tool_call>', ("", [("n", "{}")])),
+    # Cut off by max_tokens: one rule for whole and streamed answers (see app.tool_calls).
+    "closing tag cut": (
+        '<tool_call>\n{"name": "f", "arguments": {"a": 12}}\n</tool_c',
+        ("", [("f", '{"a": 12}')]),
+    ),
+    "outer brace cut": (
+        '<tool_call>\n{"name": "f", "arguments": {"a": 12}',
+        ("", [("f", '{"a": 12}')]),
+    ),
+    "arguments cut": (
+        'Sure.\n<tool_call>\n{"name": "f", "arguments": {"a": [1, "x',
+        ("Sure.", [("f", '{"a": [1, "x')]),
+    ),
+    "second call cut": (
+        block("f", {}) + '\n<tool_call>\n{"name": "f", "arguments": {',
+        ("", [("f", "{}"), ("f", "{")]),
+    ),
+    "cut before the arguments": ('Hi\n<tool_call>\n{"name": "f", "argu', ("Hi", [])),
+    "cut after the tag": ("Hi <tool_call>\n", ("Hi", [])),
+    "string arguments cut": ('<tool_call>\n{"name": "s", "arguments": "{\\"q', ("", [])),
+    "closed early": (
+        '<tool_call>\n{"name": "f", "arguments": {"a": 1</tool_call> ok',
+        ("ok", [("f", '{"a": 1')]),
+    ),
+    "unclosed prose stays": ("Use <tool_call> tags", ("Use<tool_call> tags", [])),
 }
 
 
@@ -133,12 +158,27 @@ def test_stream_deltas_are_openai_shaped() -> None:
     assert deltas[-1].id == "call_1"
 
 
-def test_truncated_arguments_are_streamed_as_far_as_they_went() -> None:
+def test_truncated_arguments_come_back_as_far_as_they_went() -> None:
     text = '<tool_call>\n{"name": "u", "arguments": {"a": '
     content, calls, _ = stream([text])
-    assert calls == [("u", '{"a": ')]
-    assert content == ""
-    assert parse(text) == (text, [])  # whole answers keep an invalid block as content
+    assert (content, calls) == ("", [("u", '{"a": ')])
+    assert parse(text) == (content, calls)  # whole answers: the same call, no raw markup
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 8])
+def test_every_cut_of_a_forced_answer_parses_alike(size: int) -> None:
+    """`max_tokens` may end a grammar-forced answer anywhere: for each prefix, the whole
+    answer and the stream (fed in `size`-character tokens) give the same content and calls,
+    and no `<tool_call>` block reaches the content (a partial opening tag at the very end
+    stays text: it may be prose, as in "a <tool")."""
+    answer = block("f", {"a": 12, "b": ["x", {"c": None}]}) + "\n" + block("g", {})
+    for end in range(len(answer) + 1):
+        text = answer[:end]
+        whole = parse(text)
+        pieces = [text[i : i + size] for i in range(0, len(text), size)]
+        content, calls, _ = stream(pieces)
+        assert (content, calls) == whole, text
+        assert "<tool_call>" not in content, text
 
 
 def test_called_flag() -> None:
@@ -162,6 +202,11 @@ def test_split_call() -> None:
     assert split_call('{"name": 1}') is None
     assert split_call("[1]") is None
     assert split_call("nope") is None
+
+
+def test_is_cut_call() -> None:
+    assert is_cut_call("") and is_cut_call("\n") and is_cut_call('\n{"na')
+    assert not is_cut_call(" tags to call tools")
 
 
 def test_new_call_id() -> None:
