@@ -14,6 +14,7 @@ from app.chat.budget import budgeted
 from app.chat.prompt import Prompt
 from app.engine import Engine
 from app.errors import GatewayError
+from app.greedy_n import fan_out
 from app.reasoning import ReasoningStream, split_reasoning
 from app.token_bytes import TokenTexts
 from app.tool_calls import ToolCall, ToolCallDelta, ToolCallStream, parse_tool_calls
@@ -47,6 +48,7 @@ class ChatJob:
     answer_params: Any = None  # a constrained answer's own SamplingParams, after thinking
     active: dict[str, Callable[[], object]] | None = None  # in-flight registry (for drain)
     arrival_time: float | None = None  # time.time() when the request arrived (vLLM's timings)
+    copies: int = 1  # choices per engine sequence (n > 1 with greedy sampling: app.greedy_n)
 
 
 def engine_failure(exc: BaseException) -> GatewayError:
@@ -119,7 +121,7 @@ async def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
             for out in outputs:
                 if out.finish_reason == "abort":
                     raise ABORTED
-            yield outputs
+            yield fan_out(outputs, job.copies)
     finally:
         if job.active is not None:
             job.active.pop(job.request_id, None)

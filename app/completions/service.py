@@ -20,6 +20,7 @@ from app.completions import wire
 from app.completions.prepare import CompletionJob
 from app.engine import Engine
 from app.errors import GatewayError
+from app.greedy_n import fan_out
 from app.token_bytes import TokenTexts
 
 
@@ -98,7 +99,7 @@ async def _pieces(
     try:
         async for prompt_index, result in outputs:
             prompt = job.prompts[prompt_index]
-            for out in result.outputs:
+            for out in fan_out(result.outputs, job.copies):
                 if out.finish_reason == "abort":
                     raise ABORTED
                 index = prompt_index * job.n + out.index
