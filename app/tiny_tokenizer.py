@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
 from app.tiny_presets import ADDED_TOKENS, SPECIAL_TOKENS, ModelPreset, get_preset
+from app.token_bytes import bytes_to_unicode
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -102,22 +103,6 @@ Bonjour, comment ça va ? Très bien, merci. Guten Tag! ¿Cómo estás? Прив
 """Built-in training text for the learned merges (English, Chinese, numbers, code)."""
 
 
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte -> printable character map, the alphabet of the ByteLevel pre-tokenizer."""
-    printable = (
-        list(range(ord("!"), ord("~") + 1))
-        + list(range(ord("¡"), ord("¬") + 1))
-        + list(range(ord("®"), ord("ÿ") + 1))
-    )
-    mapping = {b: chr(b) for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in mapping:
-            mapping[b] = chr(256 + extra)
-            extra += 1
-    return mapping
-
-
 def _learn_merges(
     words: Iterable[str], vocab: dict[str, int], target: int
 ) -> list[tuple[str, str]]:
@@ -190,7 +175,7 @@ def _synthetic_merges(
     held back by the detokenizer until the next token; joining arbitrary bytes instead
     made 61% of the qwen3-0.6b preset's ids split, which no real output resembles.
     """
-    byte_of = {char: byte for byte, char in _bytes_to_unicode().items()}
+    byte_of = {char: byte for byte, char in bytes_to_unicode().items()}
     ascii_right = [alphabet[b] for b in range(0x21, 0x7F)]  # printable, not the space
 
     def whole(token: str) -> bool:
@@ -225,7 +210,7 @@ def build_tokenizer(preset: str | ModelPreset = "tiny") -> Tokenizer:
 
     spec = get_preset(preset)
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    alphabet = [_bytes_to_unicode()[b] for b in range(256)]
+    alphabet = [bytes_to_unicode()[b] for b in range(256)]
     vocab: dict[str, int] = {char: index for index, char in enumerate(alphabet)}
     words = [piece for piece, _ in byte_level.pre_tokenize_str(_CORPUS)]
     merges = _learn_merges(words, vocab, spec.bpe_vocab_size)

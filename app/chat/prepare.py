@@ -20,6 +20,7 @@ from app.chat.service import ChatJob, ReasoningMode
 from app.chat.tools import plan_tools
 from app.engine import vocab_size
 from app.errors import GatewayError
+from app.greedy_n import copies
 from app.reasoning import THINK_CLOSE, THINK_OPEN
 from app.schemas.chat import ChatCompletionRequest
 from app.state import Gateway
@@ -135,4 +136,5 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
         answer_params=answer_params,
         active=gateway.lifecycle.active,
         arrival_time=arrival,
+        copies=copies(request.n, params),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from app.errors import GatewayError
+from app.greedy_n import one_greedy_sequence
 from app.schemas.chat import ChatCompletionRequest
 from app.structured import Constraint
 
@@ -109,6 +110,7 @@ def new_sampling_params(
             raise
         param = constraint.param if constraint is not None else None
         raise GatewayError(f"Invalid output constraint: {exc}", param=param) from exc
+    one_greedy_sequence(kwargs)
     try:
         return SamplingParams(**kwargs, **extra)
     except Exception as exc:

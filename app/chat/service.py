@@ -14,7 +14,9 @@ from app.chat.budget import budgeted
 from app.chat.prompt import Prompt
 from app.engine import Engine
 from app.errors import GatewayError
+from app.greedy_n import fan_out
 from app.reasoning import ReasoningStream, split_reasoning
+from app.token_bytes import TokenTexts
 from app.tool_calls import ToolCall, ToolCallDelta, ToolCallStream, parse_tool_calls
 
 logger = logging.getLogger(__name__)
@@ -46,6 +48,7 @@ class ChatJob:
     answer_params: Any = None  # a constrained answer's own SamplingParams, after thinking
     active: dict[str, Callable[[], object]] | None = None  # in-flight registry (for drain)
     arrival_time: float | None = None  # time.time() when the request arrived (vLLM's timings)
+    copies: int = 1  # choices per engine sequence (n > 1 with greedy sampling: app.greedy_n)
 
 
 def engine_failure(exc: BaseException) -> GatewayError:
@@ -118,7 +121,7 @@ async def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
             for out in outputs:
                 if out.finish_reason == "abort":
                     raise ABORTED
-            yield outputs
+            yield fan_out(outputs, job.copies)
     finally:
         if job.active is not None:
             job.active.pop(job.request_id, None)
@@ -126,9 +129,11 @@ async def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
 
 
 class _Choice:
-    __slots__ = ("finish", "logprobs", "parser", "sent_role", "text", "tokens", "tools")
+    __slots__ = ("finish", "logprobs", "parser", "sent_role", "text", "texts", "tokens", "tools")
 
-    def __init__(self, mode: ReasoningMode, streaming: bool, tool_calls: bool = False) -> None:
+    def __init__(
+        self, mode: ReasoningMode, texts: TokenTexts, streaming: bool, tool_calls: bool = False
+    ) -> None:
         use_parser = streaming and mode.parse
         self.parser = ReasoningStream(in_reasoning=mode.in_reasoning) if use_parser else None
         self.tools = ToolCallStream() if streaming and tool_calls else None
@@ -137,6 +142,7 @@ class _Choice:
         self.text: list[str] = []
         self.logprobs: list[dict[str, Any]] = []
         self.finish: str | None = None
+        self.texts = texts  # each token's text and bytes, for logprobs
 
 
 async def complete(engine: Engine, job: ChatJob) -> dict[str, Any]:
@@ -148,12 +154,16 @@ async def complete(engine: Engine, job: ChatJob) -> dict[str, Any]:
             for out in outputs:
                 choice = choices.get(out.index)
                 if choice is None:
-                    choice = choices[out.index] = _Choice(job.reasoning, streaming=False)
+                    choice = choices[out.index] = _Choice(
+                        job.reasoning, TokenTexts(engine.token_bytes), streaming=False
+                    )
                 choice.text.append(out.text)
                 choice.tokens += len(out.token_ids)
                 if job.top_logprobs is not None and out.logprobs:
                     choice.logprobs.extend(
-                        wire.logprobs_content(out.token_ids, out.logprobs, job.top_logprobs)
+                        wire.logprobs_content(
+                            out.token_ids, out.logprobs, job.top_logprobs, choice.texts
+                        )
                     )
                 if out.finish_reason is not None:
                     choice.finish = out.finish_reason
@@ -239,7 +249,8 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncIterator[bytes]:
             for out in outputs:
                 choice = choices.get(out.index)
                 if choice is None:
-                    choice = choices[out.index] = _Choice(mode, True, job.tool_calls)
+                    texts = TokenTexts(engine.token_bytes)
+                    choice = choices[out.index] = _Choice(mode, texts, True, job.tool_calls)
                 choice.tokens += len(out.token_ids)
                 finish = wire.finish_reason(out.finish_reason)
                 delta = _delta(choice, mode, out.text, finish is not None)
@@ -247,7 +258,9 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncIterator[bytes]:
                     finish = wire.finish_reason(finish, tool_called=True)
                 logprobs = None
                 if job.top_logprobs is not None and out.logprobs:
-                    logprobs = wire.logprobs_content(out.token_ids, out.logprobs, job.top_logprobs)
+                    logprobs = wire.logprobs_content(
+                        out.token_ids, out.logprobs, job.top_logprobs, choice.texts
+                    )
                 if delta or finish is not None or logprobs:
                     yield writer.choice(out.index, delta, finish, logprobs)
         if job.include_usage:

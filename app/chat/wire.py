@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from app.token_bytes import TokenTexts
 from app.tool_calls import ToolCall
 
 DONE_FRAME = b"data: [DONE]\n\n"
@@ -39,41 +40,30 @@ def finish_reason(reason: str | None, tool_called: bool = False) -> str | None:
 
 
 def logprobs_content(
-    token_ids: Sequence[int], logprobs: Sequence[dict[int, Any]], top_n: int
+    token_ids: Sequence[int], logprobs: Sequence[dict[int, Any]], top_n: int, texts: TokenTexts
 ) -> list[dict[str, Any]]:
-    """OpenAI's `logprobs.content` items from vLLM's per-position Logprob dicts."""
+    """OpenAI's `logprobs.content` items from vLLM's per-position Logprob dicts: `bytes`
+    are each token's raw bytes (a token may end inside a character), `token` the text it
+    adds to the answer (app/token_bytes.py)."""
     items: list[dict[str, Any]] = []
     for token_id, position in zip(token_ids, logprobs, strict=False):
         chosen = position.get(token_id)
-        token = _token_text(chosen)
         top: list[dict[str, Any]] = []
         if top_n:
             ranked = sorted(position.items(), key=lambda kv: kv[1].rank or 0)[:top_n]
-            for _, lp in ranked:
-                text = _token_text(lp)
-                top.append(
-                    {
-                        "token": text,
-                        "logprob": _finite(lp.logprob),
-                        "bytes": list(text.encode("utf-8", "replace")),
-                    }
-                )
+            for other, lp in ranked:
+                text, raw = texts.peek(other)
+                top.append({"token": text, "logprob": _finite(lp.logprob), "bytes": list(raw)})
+        token, raw = texts.next(token_id)
         items.append(
             {
                 "token": token,
                 "logprob": _finite(chosen.logprob) if chosen is not None else -9999.0,
-                "bytes": list(token.encode("utf-8", "replace")),
+                "bytes": list(raw),
                 "top_logprobs": top,
             }
         )
     return items
-
-
-def _token_text(lp: Any) -> str:
-    if lp is None:
-        return ""
-    text = getattr(lp, "decoded_token", None)
-    return text if isinstance(text, str) else ""
 
 
 def _finite(value: float) -> float:

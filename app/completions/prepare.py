@@ -21,6 +21,7 @@ from app.chat.sampling import OPTIONAL_SAMPLING, new_sampling_params, token_bias
 from app.encode import encode
 from app.engine import Tokenizer, vocab_size
 from app.errors import GatewayError
+from app.greedy_n import copies
 from app.schemas.completions import CompletionRequest
 from app.state import Gateway
 from app.structured import requested_constraint
@@ -45,6 +46,7 @@ class CompletionJob:
     prompts: list[PromptInput]
     params: Any  # vllm.SamplingParams
     n: int = 1
+    copies: int = 1  # choices per engine sequence (n > 1 with greedy sampling: app.greedy_n)
     echo: bool = False
     echo_only: bool = False  # echo with max_tokens 0: the prompt (and its logprobs) only
     logprobs: int | None = None
@@ -192,13 +194,15 @@ async def prepare_completion(
     max_tokens = 16 if body.max_tokens is None else body.max_tokens
     echo_only = body.echo and max_tokens == 0
     check_length(prompts, max(max_tokens, 1), engine.info.max_model_len)
+    params = build_params(body, max_tokens, defaults, echo_only, vocab_size(engine.tokenizer))
     return CompletionJob(
         request_id=request_id,
         created=int(time.time()),
         model=body.model or served.name,
         prompts=prompts,
-        params=build_params(body, max_tokens, defaults, echo_only, vocab_size(engine.tokenizer)),
+        params=params,
         n=body.n,
+        copies=copies(body.n, params),
         echo=body.echo,
         echo_only=echo_only,
         logprobs=body.logprobs,

@@ -20,11 +20,14 @@ from app.completions import wire
 from app.completions.prepare import CompletionJob
 from app.engine import Engine
 from app.errors import GatewayError
+from app.greedy_n import fan_out
+from app.token_bytes import TokenTexts
 
 
 @dataclass
 class _Choice:
     index: int
+    texts: TokenTexts  # each token's text, for logprobs
     text: list[str] = field(default_factory=list)
     logprobs: wire.LegacyLogprobs = field(default_factory=wire.LegacyLogprobs)
     tokens: int = 0
@@ -91,17 +94,18 @@ async def _pieces(
     engine: Engine, job: CompletionJob, choices: dict[int, _Choice]
 ) -> AsyncGenerator[_Piece, None]:
     """Every choice's new output, echo and logprobs applied, as the engine makes it."""
-    decode = _decoder(engine)
     active = _register(engine, job)
     outputs = _outputs(engine, job)
     try:
         async for prompt_index, result in outputs:
             prompt = job.prompts[prompt_index]
-            for out in result.outputs:
+            for out in fan_out(result.outputs, job.copies):
                 if out.finish_reason == "abort":
                     raise ABORTED
                 index = prompt_index * job.n + out.index
-                choice = choices.setdefault(index, _Choice(index))
+                choice = choices.get(index)
+                if choice is None:
+                    choice = choices[index] = _Choice(index, TokenTexts(engine.token_bytes))
                 text, ids, positions = "", [], []
                 if job.echo and not choice.echoed:
                     choice.echoed = True
@@ -114,7 +118,7 @@ async def _pieces(
                     positions += list(out.logprobs or [])
                 logprobs = None
                 if job.logprobs is not None:
-                    logprobs = choice.logprobs.add(ids, positions, job.logprobs, decode)
+                    logprobs = choice.logprobs.add(ids, positions, job.logprobs, choice.texts)
                 finish = wire.finish_reason(out.finish_reason)
                 if job.echo_only and finish is not None:
                     finish = "length"
@@ -125,13 +129,6 @@ async def _pieces(
         if active is not None:
             active.pop(job.request_id, None)
         await outputs.aclose()  # type: ignore[attr-defined]
-
-
-def _decoder(engine: Engine) -> Any:
-    def decode(token_id: int) -> str:
-        return engine.tokenizer.decode([token_id])
-
-    return decode
 
 
 def _register(engine: Engine, job: CompletionJob) -> dict[str, Callable[[], object]] | None:

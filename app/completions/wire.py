@@ -8,13 +8,14 @@ reported with logprob 0.0 and itself as its only top entry; `-inf` is clamped to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from app.chat.wire import usage_dict
+from app.token_bytes import TokenTexts
 
 FLOOR = -9999.0
 
@@ -41,22 +42,27 @@ class LegacyLogprobs:
         token_ids: Sequence[int],
         positions: Sequence[dict[int, Any] | None],
         top_n: int,
-        decode: Callable[[int], str],
+        texts: TokenTexts,
     ) -> LegacyLogprobs:
-        """Append tokens; returns just the new part (a stream chunk's logprobs)."""
+        """Append tokens; returns just the new part (a stream chunk's logprobs). A token's
+        text is what it adds to the choice's text (app/token_bytes.py): "" for one that
+        ends inside a character, so `tokens` join up to the text and `text_offset` holds."""
         new = LegacyLogprobs(offset=self.offset)
         for token_id, position in zip(token_ids, positions, strict=False):
             chosen = position.get(token_id) if position is not None else None
-            token = _text(chosen) if chosen is not None else decode(token_id)
-            logprob = _finite(chosen.logprob) if chosen is not None else 0.0
-            top: dict[str, float] = {token: logprob}
+            alternatives: dict[str, float] = {}
             if position is not None:
-                for lp in sorted(position.values(), key=lambda lp: lp.rank or 0):
+                for other, lp in sorted(position.items(), key=lambda kv: kv[1].rank or 0):
                     if (lp.rank or 0) <= top_n:
-                        top.setdefault(_text(lp), _finite(lp.logprob))
+                        alternatives.setdefault(texts.peek(other)[0], _finite(lp.logprob))
+            token = texts.next(token_id)[0]
+            logprob = _finite(chosen.logprob) if chosen is not None else 0.0
             new.tokens.append(token)
             new.token_logprobs.append(logprob)
-            new.top_logprobs.append(top)
+            new.top_logprobs.append(
+                {token: logprob}
+                | {text: value for text, value in alternatives.items() if text != token}
+            )
             new.text_offset.append(new.offset)
             new.offset += len(token)
         self.tokens += new.tokens
@@ -73,11 +79,6 @@ class LegacyLogprobs:
             "top_logprobs": self.top_logprobs,
             "text_offset": self.text_offset,
         }
-
-
-def _text(lp: Any) -> str:
-    text = getattr(lp, "decoded_token", None)
-    return text if isinstance(text, str) else ""
 
 
 def _finite(value: float) -> float:

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
+from app.schemas.base import WireModel
 from app.schemas.structured import StructuredFields
 
 Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
@@ -19,7 +20,7 @@ class TextPart(BaseModel):
     text: str
 
 
-class StreamOptions(BaseModel):
+class StreamOptions(WireModel):
     model_config = ConfigDict(extra="ignore")
 
     include_usage: bool = False

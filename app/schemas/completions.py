@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from app.schemas.base import WireModel
 from app.schemas.chat import ChatMessage, LogitBias, Stop, StreamOptions, Tool
 from app.schemas.structured import StructuredFields
 
@@ -47,7 +48,7 @@ class CompletionRequest(StructuredFields):
     include_stop_str_in_output: bool = False
 
 
-class TokenizeRequest(BaseModel):
+class TokenizeRequest(WireModel):
     """`vllm serve`'s tokenize request: a `prompt`, or chat `messages` (rendered as chat is)."""
 
     model_config = ConfigDict(extra="ignore")
@@ -64,7 +65,7 @@ class TokenizeRequest(BaseModel):
     enable_thinking: bool | None = None
 
 
-class DetokenizeRequest(BaseModel):
+class DetokenizeRequest(WireModel):
     model_config = ConfigDict(extra="ignore")
 
     model: str | None = None

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.schemas.base import WireModel
+
 
 class JsonSchemaSpec(BaseModel):
     """`response_format.json_schema`: OpenAI's shape (`name`, `schema`, `strict`)."""
@@ -28,7 +30,7 @@ class ResponseFormat(BaseModel):
     json_schema: JsonSchemaSpec | None = None
 
 
-class StructuredFields(BaseModel):
+class StructuredFields(WireModel):
     """Request fields that constrain the output (OpenAI's and `vllm serve`'s)."""
 
     response_format: ResponseFormat | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -11,6 +12,15 @@ from tests.integration.conftest import LiveGateway
 from tests.openapi_schema import load_openapi, validate_schema
 
 HI = [{"role": "user", "content": "hi"}]
+
+
+def oversized_chunks() -> Iterator[bytes]:
+    """9 MiB of chat request (over the 8 MiB limit) in 64 KiB chunks."""
+    yield b'{"messages":[{"role":"user","content":"'
+    for _ in range(9 * 16):
+        yield b"x" * 65536
+    yield b'"}]}'
+
 
 CASES: list[tuple[str, dict[str, Any], int, str, str | None]] = [
     # name, request kwargs for httpx, status, code, param
@@ -68,6 +78,13 @@ CASES: list[tuple[str, dict[str, Any], int, str, str | None]] = [
                         + b"x" * (9 * 1024 * 1024) + b'"}]}',
                         "headers": {"content-type": "application/json"}},
      413, "request_too_large", None),
+    # a generator body goes chunked: no Content-Length, the limit is met as it streams in
+    ("oversized chunked body", {"content": oversized_chunks(),
+                                "headers": {"content-type": "application/json"}},
+     413, "request_too_large", None),
+    ("body not UTF-8", {"content": b'{"messages":[{"role":"user","content":"caf\xe9"}]}',
+                        "headers": {"content-type": "application/json"}},
+     400, "invalid_encoding", None),
 ]  # fmt: skip
 
 

@@ -106,3 +106,30 @@ def test_unknown_route_error(gateway: LiveGateway) -> None:
     r = httpx.get(gateway.base_url + "/v1/nothing", timeout=10)
     assert r.status_code == 404
     validate_schema("ErrorResponse", r.json())
+
+
+# What an SDK that sends every field sends when the caller set none of them
+CHAT_NULLS = ["stream", "n", "logprobs", "top_logprobs", "temperature", "top_p", "stop",
+              "seed", "max_tokens", "max_completion_tokens", "presence_penalty",
+              "frequency_penalty", "logit_bias", "stream_options", "store", "metadata",
+              "reasoning_effort", "service_tier", "user"]  # fmt: skip
+COMPLETION_NULLS = ["stream", "n", "logprobs", "echo", "best_of", "suffix", "temperature",
+                    "top_p", "stop", "seed", "presence_penalty", "frequency_penalty",
+                    "logit_bias", "stream_options", "user"]  # fmt: skip
+
+
+def test_nulls_mean_the_defaults(gateway: LiveGateway) -> None:
+    """`"stream": null, "n": null, "logprobs": null, ...` are the defaults, not 400s."""
+    chat = {"messages": [{"role": "user", "content": "hi"}], **dict.fromkeys(CHAT_NULLS)}
+    r = post(gateway, {**chat, "max_tokens": 8})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    validate_schema("CreateChatCompletionResponse", body)
+    assert len(body["choices"]) == 1 and body["choices"][0]["logprobs"] is None
+    legacy = {"prompt": "hi", **dict.fromkeys(COMPLETION_NULLS), "max_tokens": None}
+    r = post(gateway, legacy, path="/completions")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    validate_schema("CreateCompletionResponse", body)
+    assert len(body["choices"]) == 1 and body["choices"][0]["logprobs"] is None
+    assert body["usage"]["completion_tokens"] <= 16  # max_tokens: null is OpenAI's 16

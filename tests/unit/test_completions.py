@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -21,6 +21,7 @@ from app.completions.wire import LegacyLogprobs, finish_reason
 from app.encode import OFF_LOOP_CHARS
 from app.errors import GatewayError
 from app.schemas.completions import CompletionRequest
+from app.token_bytes import TokenBytes, TokenTexts
 
 
 class FakeTokenizer:
@@ -139,19 +140,35 @@ class Lp:
     decoded_token: str
 
 
+class WordTokenizer:
+    """Token id -> a fixed piece; not byte-level (pieces are their own text)."""
+
+    PIECES: ClassVar[dict[int, str]] = {1: "A", 2: "b", 3: "c", 4: "dd"}
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return []
+
+    def convert_ids_to_tokens(self, token_id: int) -> str:
+        return self.PIECES[token_id]
+
+    def decode(self, ids: list[int]) -> str:
+        return "".join(self.PIECES[i] for i in ids)
+
+
 def test_legacy_logprobs_have_no_nulls_and_track_offsets() -> None:
     logprobs = LegacyLogprobs()
+    texts = TokenTexts(TokenBytes(WordTokenizer()))
     positions: list[dict[int, Any] | None] = [
         None,  # an echoed prompt's first token
         {2: Lp(-0.5, 1, "b"), 3: Lp(-1.0, 2, "c")},
         {4: Lp(float("-inf"), 3, "dd"), 2: Lp(-0.1, 1, "b"), 3: Lp(-0.2, 2, "c")},
     ]
-    new = logprobs.add([1, 2, 4], positions, 1, lambda i: "A")
+    new = logprobs.add([1, 2, 4], positions, 1, texts)
     assert new.tokens == ["A", "b", "dd"]
     assert new.token_logprobs == [0.0, -0.5, -9999.0]
     assert new.top_logprobs == [{"A": 0.0}, {"b": -0.5}, {"dd": -9999.0, "b": -0.1}]
     assert new.text_offset == [0, 1, 2]
-    more = logprobs.add([3], [{3: Lp(-0.3, 1, "c")}], 0, lambda i: "?")
+    more = logprobs.add([3], [{3: Lp(-0.3, 1, "c")}], 0, texts)
     assert more.text_offset == [4]
     assert logprobs.wire() == {
         "tokens": ["A", "b", "dd", "c"],

@@ -84,6 +84,16 @@ def test_json_nested_too_deeply_is_invalid_json(client: TestClient) -> None:
     assert error["code"] == "invalid_json" and "nested too deeply" in str(error["message"])
 
 
+def test_a_body_that_is_not_utf8_is_invalid_encoding(client: TestClient) -> None:
+    """Not FastAPI's vague "There was an error parsing the body" (a UnicodeDecodeError)."""
+    body = b'{"count": "\xff\xfe"}'
+    r = client.post("/echo", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 400
+    error = assert_shape(r.json())
+    assert error["code"] == "invalid_encoding"
+    assert "UTF-8" in str(error["message"]) and "0xff" in str(error["message"])
+
+
 def test_gateway_error_status_and_code(client: TestClient) -> None:
     r = client.get("/fail")
     assert r.status_code == 404

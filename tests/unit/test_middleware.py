@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
+from pydantic import BaseModel
 
 from app.errors import install_error_handlers
 from app.metrics import gateway_metrics
@@ -32,6 +35,10 @@ def test_normalize_path(path: str, expected: str) -> None:
     assert normalize_path(path) == expected
 
 
+class Prompt(BaseModel):
+    prompt: str
+
+
 def make_client() -> tuple[TestClient, CollectorRegistry]:
     registry = CollectorRegistry()
     app = FastAPI()
@@ -40,6 +47,10 @@ def make_client() -> tuple[TestClient, CollectorRegistry]:
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> dict[str, int]:
         return {"size": len(await request.body())}
+
+    @app.post("/v1/completions")
+    async def parsed(body: Prompt) -> dict[str, int]:  # FastAPI reads and parses the body
+        return {"size": len(body.prompt)}
 
     app.add_middleware(BodyLimitMiddleware, max_bytes=100)
     app.add_middleware(
@@ -64,6 +75,27 @@ def test_body_over_limit_is_413() -> None:
     r = client.post("/v1/chat/completions", content=b"x" * 101)
     assert r.status_code == 413
     assert r.json()["error"]["code"] == "request_too_large"
+
+
+def chunks(total: int) -> Iterator[bytes]:
+    """A body sent chunked (no Content-Length): JSON of `total` bytes, 10 at a time."""
+    body = b'{"prompt": "' + b"x" * (total - 14) + b'"}'
+    assert len(body) == total
+    for start in range(0, total, 10):
+        yield body[start : start + 10]
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/completions"])
+def test_chunked_body_over_limit_is_413(path: str) -> None:
+    """Counted as it streams in, also when FastAPI parses it into a model (which turned
+    the limit's error into its own 400 "There was an error parsing the body")."""
+    client, _ = make_client()
+    r = client.post(path, content=chunks(101), headers={"content-type": "application/json"})
+    assert "content-length" not in r.request.headers
+    assert r.status_code == 413, r.text
+    assert r.json()["error"]["code"] == "request_too_large"
+    ok = client.post(path, content=chunks(100), headers={"content-type": "application/json"})
+    assert ok.status_code == 200, ok.text
 
 
 def test_requests_counted_by_route_and_status() -> None:
