@@ -22,7 +22,7 @@ from app.engine import vocab_size
 from app.errors import GatewayError
 from app.greedy_n import copies
 from app.reasoning import THINK_CLOSE, THINK_OPEN
-from app.schemas.chat import ChatCompletionRequest
+from app.schemas.chat import ChatCompletionRequest, continuous_usage, include_usage
 from app.state import Gateway
 from app.structured import requested_constraint
 
@@ -129,7 +129,8 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
         prompt=prompt,
         params=params,
         top_logprobs=(request.top_logprobs or 0) if request.logprobs else None,
-        include_usage=bool(request.stream_options and request.stream_options.include_usage),
+        include_usage=include_usage(request.stream_options),
+        continuous_usage=continuous_usage(request.stream_options),
         reasoning=mode,
         reasoning_budget=budget if normalized.thinking else None,
         tool_calls=tools.parse,

@@ -148,6 +148,9 @@ def build_sampling_params(
         "max_tokens": max_tokens,
         "min_tokens": min(request.min_tokens, max_tokens),
         "stop": stop,
+        # vLLM's: keep a matched stop string in the text (not in a phase that ends at
+        # `stop_at`, whose `</think>` the budget writes itself)
+        "include_stop_str_in_output": request.include_stop_str_in_output and stop_at is None,
         "seed": request.seed,
         "logprobs": logprobs,
         "ignore_eos": request.ignore_eos,

@@ -42,6 +42,7 @@ class ChatJob:
     params: Any  # vllm.SamplingParams
     top_logprobs: int | None = None  # None: no logprobs
     include_usage: bool = False
+    continuous_usage: bool = False  # usage in every chunk (vLLM's continuous_usage_stats)
     reasoning: ReasoningMode = field(default_factory=ReasoningMode)
     reasoning_budget: int | None = None  # max_reasoning_tokens (n=1 only)
     tool_calls: bool = False  # turn <tool_call> blocks into message.tool_calls
@@ -262,7 +263,11 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncIterator[bytes]:
                         out.token_ids, out.logprobs, job.top_logprobs, choice.texts
                     )
                 if delta or finish is not None or logprobs:
-                    yield writer.choice(out.index, delta, finish, logprobs)
+                    usage = None
+                    if job.continuous_usage:
+                        done = sum(c.tokens for c in choices.values())
+                        usage = wire.usage_dict(len(job.prompt.token_ids), done)
+                    yield writer.choice(out.index, delta, finish, logprobs, usage)
         if job.include_usage:
             yield writer.usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
     except GatewayError as exc:

@@ -94,13 +94,17 @@ class ChunkWriter:
         delta: dict[str, Any],
         finish: str | None = None,
         logprobs: list[dict[str, Any]] | None = None,
+        usage: dict[str, int] | None = None,
     ) -> bytes:
+        """One choice's chunk; `usage` (the counts so far) for `continuous_usage_stats`."""
         body: dict[str, Any] = {
             "index": index,
             "delta": delta,
             "logprobs": {"content": logprobs, "refusal": None} if logprobs is not None else None,
             "finish_reason": finish,
         }
+        if usage is not None:
+            return self.prefix + orjson.dumps(body) + b'],"usage":' + orjson.dumps(usage) + b"}\n\n"
         return self.prefix + orjson.dumps(body) + b"]}\n\n"
 
     def usage(self, prompt_tokens: int, completion_tokens: int) -> bytes:

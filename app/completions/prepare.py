@@ -22,6 +22,7 @@ from app.encode import encode
 from app.engine import Tokenizer, vocab_size
 from app.errors import GatewayError
 from app.greedy_n import copies
+from app.schemas.chat import continuous_usage, include_usage
 from app.schemas.completions import CompletionRequest
 from app.state import Gateway
 from app.structured import requested_constraint
@@ -51,6 +52,7 @@ class CompletionJob:
     echo_only: bool = False  # echo with max_tokens 0: the prompt (and its logprobs) only
     logprobs: int | None = None
     include_usage: bool = False
+    continuous_usage: bool = False  # usage in every chunk (vLLM's continuous_usage_stats)
     active: dict[str, Callable[[], object]] | None = None  # in-flight registry (for drain)
     arrival_time: float | None = None  # time.time() when the request arrived (vLLM's timings)
 
@@ -206,7 +208,8 @@ async def prepare_completion(
         echo=body.echo,
         echo_only=echo_only,
         logprobs=body.logprobs,
-        include_usage=bool(body.stream_options and body.stream_options.include_usage),
+        include_usage=include_usage(body.stream_options),
+        continuous_usage=continuous_usage(body.stream_options),
         active=gateway.lifecycle.active,
         arrival_time=arrival,
     )

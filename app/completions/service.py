@@ -185,7 +185,8 @@ async def stream(engine: Engine, job: CompletionJob) -> AsyncIterator[bytes]:
                 continue
             logprobs = piece.logprobs.wire() if piece.logprobs is not None else None
             body = wire.choice(piece.choice.index, piece.text, logprobs, piece.finish)
-            yield wire.chunk(job.request_id, job.created, job.model, [body])
+            usage = _usage(job, choices) if job.continuous_usage else None
+            yield wire.chunk(job.request_id, job.created, job.model, [body], usage)
         if job.include_usage:
             yield wire.chunk(job.request_id, job.created, job.model, [], _usage(job, choices))
     except GatewayError as exc:

@@ -27,6 +27,26 @@ class StreamOptions(WireModel):
     continuous_usage_stats: bool = False
 
 
+def _refusal_as_text(part: Any) -> Any:
+    """OpenAI's `{"type": "refusal", "refusal": ...}` part (an assistant message replayed
+    as OpenAI returned it) as a text part with the refusal's text."""
+    if isinstance(part, dict) and part.get("type") == "refusal":
+        refusal = part.get("refusal")
+        if isinstance(refusal, str):
+            return {"type": "text", "text": refusal}
+    return part
+
+
+def include_usage(options: StreamOptions | None) -> bool:
+    """A usage chunk at the end of a stream."""
+    return bool(options and options.include_usage)
+
+
+def continuous_usage(options: StreamOptions | None) -> bool:
+    """Usage so far in every chunk too (vLLM's, with `include_usage` only)."""
+    return bool(options and options.include_usage and options.continuous_usage_stats)
+
+
 class ChatMessage(BaseModel):
     """One message; content is a string or a list of text parts."""
 
@@ -46,6 +66,7 @@ class ChatMessage(BaseModel):
         """A part of another type (an image, audio, a file) gets one clear error instead of
         pydantic's list of failed union branches: the Qwen3 text models read text only."""
         if isinstance(value, list):
+            value = [_refusal_as_text(part) for part in value]
             for index, part in enumerate(value):
                 kind = part.get("type") if isinstance(part, dict) else None
                 if isinstance(kind, str) and kind != "text":
@@ -109,6 +130,24 @@ def _no_empty_stop(value: str | list[str]) -> str | list[str]:
     return value
 
 
+# OpenAI's `reasoning_effort` values (any case), and "off"/"false": "none" and its
+# spellings turn Qwen3's thinking off, any other effort turns it on (app.chat.normalize)
+REASONING_EFFORTS = frozenset(
+    {"none", "off", "false", "minimal", "low", "medium", "high", "xhigh", "max"}
+)
+
+
+def _known_effort(value: str) -> str:
+    if value.lower() not in REASONING_EFFORTS:
+        raise PydanticCustomError(
+            "unknown_reasoning_effort",
+            "unknown reasoning effort '{value}'; use one of: {known}",
+            {"value": value, "known": ", ".join(sorted(REASONING_EFFORTS))},
+        )
+    return value
+
+
+ReasoningEffort = Annotated[str, AfterValidator(_known_effort)]
 # `stop`: one string or a list of them, none empty (chat and completions)
 Stop = Annotated[str | list[str], AfterValidator(_no_empty_stop)]
 ToolChoice = Literal["none", "auto", "required"] | NamedToolChoice
@@ -154,11 +193,12 @@ class ChatCompletionRequest(StructuredFields):
     enable_thinking: bool | None = None
     return_reasoning: bool | None = None
     max_reasoning_tokens: int | None = Field(default=None, ge=0)
-    reasoning_effort: str | None = None
+    reasoning_effort: ReasoningEffort | None = None
     reasoning_in_content: bool | None = None
     chat_template_kwargs: dict[str, Any] | None = None
     extra_body: dict[str, Any] | None = None
     skip_special_tokens: bool = True
+    include_stop_str_in_output: bool = False
     # vLLM's: end the prompt with a new assistant turn (default), or continue the last message
     add_generation_prompt: bool | None = None
     continue_final_message: bool = False

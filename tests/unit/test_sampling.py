@@ -109,3 +109,36 @@ def test_engine_failures_map_to_statuses() -> None:
     wrapped.__cause__ = OverflowError("can't serialize ints")
     assert engine_failure(wrapped).status == 400
     assert engine_failure(RuntimeError("x")).status == 500
+
+
+def test_include_stop_str_in_output_reaches_the_engine_but_not_a_think_phase() -> None:
+    asked = req(stop=["x"], include_stop_str_in_output=True)
+    assert build_sampling_params(asked, 5, stream=False).include_stop_str_in_output is True
+    assert (
+        build_sampling_params(req(stop=["x"]), 5, stream=False).include_stop_str_in_output is False
+    )
+    # the reasoning phase of a constrained answer ends at `</think>`, which the budget writes
+    think = build_sampling_params(asked, 5, stream=False, stop_at="</think>")
+    assert think.include_stop_str_in_output is False
+
+
+@pytest.mark.parametrize("effort", ["none", "Low", "medium", "HIGH", "xhigh", "off"])
+def test_known_reasoning_efforts_are_accepted(effort: str) -> None:
+    assert req(reasoning_effort=effort).reasoning_effort == effort
+
+
+def test_an_unknown_reasoning_effort_is_refused_naming_the_choices() -> None:
+    with pytest.raises(ValidationError) as err:
+        req(reasoning_effort="bogus")
+    assert err.value.errors()[0]["loc"] == ("reasoning_effort",)
+    assert "bogus" in str(err.value) and "minimal" in str(err.value)
+
+
+def test_a_refusal_part_is_read_as_text_and_other_parts_still_refused() -> None:
+    refusal = {"type": "refusal", "refusal": "I won't."}
+    body = req(
+        messages=[{"role": "assistant", "content": [refusal, {"type": "text", "text": "!"}]}]
+    )
+    assert body.messages[0].text() == "I won't.!"
+    with pytest.raises(ValidationError, match="reads text only"):
+        req(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}])

@@ -1,0 +1,38 @@
+"""`app.chat.wire.ChunkWriter`: the SSE frames of a chat stream."""
+
+from __future__ import annotations
+
+import json
+
+from app.chat.wire import ChunkWriter, usage_dict
+from app.schemas.chat import ChatCompletionRequest, continuous_usage, include_usage
+
+
+def frame_body(frame: bytes) -> dict[str, object]:
+    assert frame.startswith(b"data: ") and frame.endswith(b"\n\n")
+    body: dict[str, object] = json.loads(frame[6:])
+    return body
+
+
+def test_a_choice_chunk_carries_usage_only_when_given() -> None:
+    writer = ChunkWriter.create("chatcmpl-1", 7, "m")
+    plain = frame_body(writer.choice(0, {"content": "a"}))
+    assert "usage" not in plain and plain["choices"] == [
+        {"index": 0, "delta": {"content": "a"}, "logprobs": None, "finish_reason": None}
+    ]
+    counted = frame_body(writer.choice(0, {"content": "b"}, usage=usage_dict(5, 2)))
+    assert counted["usage"] == {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+    assert counted["id"] == "chatcmpl-1" and counted["object"] == "chat.completion.chunk"
+
+
+def test_continuous_usage_needs_include_usage() -> None:
+    def options(**fields: bool) -> ChatCompletionRequest:
+        return ChatCompletionRequest.model_validate(
+            {"messages": [{"role": "user", "content": "hi"}], "stream_options": fields}
+        )
+
+    both = options(include_usage=True, continuous_usage_stats=True).stream_options
+    alone = options(continuous_usage_stats=True).stream_options
+    assert include_usage(both) and continuous_usage(both)
+    assert not include_usage(alone) and not continuous_usage(alone)
+    assert not continuous_usage(None) and not include_usage(None)
