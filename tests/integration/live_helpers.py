@@ -1,11 +1,13 @@
-"""Helpers for tests against a live gateway: its metrics, polling, streams read in a
-background thread."""
+"""Helpers for tests against a live gateway: requests that must succeed, their SSE
+frames, its metrics, polling, streams read in a background thread."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
+from typing import Any
 
 import httpx
 import psutil
@@ -14,6 +16,25 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.conftest import LiveGateway
 
 HI = [{"role": "user", "content": "hi"}]
+
+
+def post_ok(gateway: LiveGateway, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """POST `payload` to `/v1<path>`; the 200 response's JSON body."""
+    r = httpx.post(gateway.v1 + path, json=payload, timeout=120)
+    assert r.status_code == 200, r.text
+    body: dict[str, Any] = r.json()
+    return body
+
+
+def sse_frames(gateway: LiveGateway, path: str, payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """POST `payload` streamed to `/v1<path>`; its frames' JSON, `[DONE]` checked and left out."""
+    with httpx.stream(
+        "POST", gateway.v1 + path, json={**payload, "stream": True}, timeout=120
+    ) as r:
+        assert r.status_code == 200, r.read()
+        lines = [line[6:] for line in r.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "[DONE]"
+    return [json.loads(line) for line in lines[:-1]]
 
 
 def metric(gateway: LiveGateway, name: str, headers: dict[str, str] | None = None) -> float:

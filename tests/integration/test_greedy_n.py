@@ -7,41 +7,30 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.integration.conftest import LiveGateway
+from tests.integration.live_helpers import post_ok, sse_frames
 from tests.openapi_schema import load_openapi, validate_schema
 
 HI = [{"role": "user", "content": "hi"}]
+USAGE = {"stream_options": {"include_usage": True}}
 
 
-def post(gateway: LiveGateway, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-    r = httpx.post(gateway.v1 + path, json=payload, timeout=120)
-    assert r.status_code == 200, r.text
-    body: dict[str, Any] = r.json()
-    return body
-
-
-def frames(gateway: LiveGateway, path: str, payload: dict[str, Any]) -> list[dict[str, Any]]:
-    payload = {**payload, "stream": True, "stream_options": {"include_usage": True}}
-    with httpx.stream("POST", gateway.v1 + path, json=payload, timeout=120) as r:
-        assert r.status_code == 200, r.read()
-        lines = [line[6:] for line in r.iter_lines() if line.startswith("data: ")]
-    assert lines[-1] == "[DONE]"
-    return [json.loads(line) for line in lines[:-1]]
+def usage_frames(gateway: LiveGateway, path: str, payload: dict[str, Any]) -> list[dict[str, Any]]:
+    return sse_frames(gateway, path, {**payload, **USAGE})
 
 
 def test_chat(gateway: LiveGateway) -> None:
     payload = {"messages": HI, "temperature": 0, "n": 3, "max_tokens": 12, "logprobs": True}
-    body = post(gateway, "/chat/completions", payload)
+    body = post_ok(gateway, "/chat/completions", payload)
     if load_openapi() is not None:
         validate_schema("CreateChatCompletionResponse", body)
     choices = body["choices"]
     assert [c["index"] for c in choices] == [0, 1, 2]
     assert len({json.dumps(c["message"]) for c in choices}) == 1
     assert len({json.dumps(c["logprobs"]) for c in choices}) == 1
-    single = post(gateway, "/chat/completions", {**payload, "n": 1})
+    single = post_ok(gateway, "/chat/completions", {**payload, "n": 1})
     assert choices[0]["message"] == single["choices"][0]["message"]
     one = single["usage"]["completion_tokens"]
     assert body["usage"]["completion_tokens"] == 3 * one
@@ -52,7 +41,7 @@ def test_streamed_chat(gateway: LiveGateway) -> None:
     payload = {"messages": HI, "temperature": 0, "n": 2, "max_tokens": 12}
     texts = {0: "", 1: ""}
     finished = set()
-    chunks = frames(gateway, "/chat/completions", payload)
+    chunks = usage_frames(gateway, "/chat/completions", payload)
     for chunk in chunks:
         if load_openapi() is not None:
             validate_schema("CreateChatCompletionStreamResponse", chunk)
@@ -64,7 +53,7 @@ def test_streamed_chat(gateway: LiveGateway) -> None:
             if choice["finish_reason"]:
                 finished.add(choice["index"])
     assert finished == {0, 1} and texts[0] == texts[1] and texts[0]
-    whole = post(gateway, "/chat/completions", {**payload, "n": 1})
+    whole = post_ok(gateway, "/chat/completions", {**payload, "n": 1})
     assert chunks[-1]["usage"]["completion_tokens"] == 2 * whole["usage"]["completion_tokens"]
 
 
@@ -74,19 +63,19 @@ def test_completions(gateway: LiveGateway, stream: bool) -> None:
     payload = {"prompt": ["The sky is", "Once"], "temperature": 0, "n": 2, "max_tokens": 6}
     texts: dict[int, str] = {}
     if stream:
-        chunks = frames(gateway, "/completions", payload)
+        chunks = usage_frames(gateway, "/completions", payload)
         for chunk in chunks:
             for choice in chunk["choices"]:
                 texts[choice["index"]] = texts.get(choice["index"], "") + choice["text"]
         usage = chunks[-1]["usage"]
     else:
-        body = post(gateway, "/completions", payload)
+        body = post_ok(gateway, "/completions", payload)
         if load_openapi() is not None:
             validate_schema("CreateCompletionResponse", body)
         texts = {c["index"]: c["text"] for c in body["choices"]}
         usage = body["usage"]
     assert sorted(texts) == [0, 1, 2, 3]
     assert texts[0] == texts[1] and texts[2] == texts[3]
-    single = post(gateway, "/completions", {**payload, "n": 1})
+    single = post_ok(gateway, "/completions", {**payload, "n": 1})
     assert [c["text"] for c in single["choices"]] == [texts[0], texts[2]]
     assert usage["completion_tokens"] == 2 * single["usage"]["completion_tokens"]

@@ -5,35 +5,18 @@ byte-level BPE splits "乎" as e4 b9 | 8e, as Qwen's splits rarer characters): c
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.integration.conftest import LiveGateway
+from tests.integration.live_helpers import post_ok, sse_frames
 from tests.openapi_schema import load_openapi, validate_schema
 
 ANSWER = "于是乎 café"  # "乎" and "é" are cut in two by the tiny model's tokenizer
 PROMPT = "Said: 于是乎 café ☕"
 ECHO = {"echo": True, "max_tokens": 0, "logprobs": 1}  # the prompt's tokens only
-
-
-def post(gateway: LiveGateway, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-    r = httpx.post(gateway.v1 + path, json=payload, timeout=120)
-    assert r.status_code == 200, r.text
-    body: dict[str, Any] = r.json()
-    return body
-
-
-def frames(gateway: LiveGateway, path: str, payload: dict[str, Any]) -> list[dict[str, Any]]:
-    with httpx.stream(
-        "POST", gateway.v1 + path, json={**payload, "stream": True}, timeout=120
-    ) as r:
-        assert r.status_code == 200
-        lines = [line[6:] for line in r.iter_lines() if line.startswith("data: ")]
-    assert lines[-1] == "[DONE]"
-    return [json.loads(line) for line in lines[:-1]]
 
 
 def chat_payload(gateway: LiveGateway) -> dict[str, Any]:
@@ -60,7 +43,7 @@ def assert_joined(items: list[dict[str, Any]], text: str) -> None:
 
 
 def test_chat_logprobs_bytes(gateway: LiveGateway) -> None:
-    body = post(gateway, "/chat/completions", chat_payload(gateway))
+    body = post_ok(gateway, "/chat/completions", chat_payload(gateway))
     if load_openapi() is not None:
         validate_schema("CreateChatCompletionResponse", body)
     choice = body["choices"][0]
@@ -71,7 +54,7 @@ def test_chat_logprobs_bytes(gateway: LiveGateway) -> None:
 
 
 def test_streamed_chat_logprobs_bytes(gateway: LiveGateway) -> None:
-    chunks = frames(gateway, "/chat/completions", chat_payload(gateway))
+    chunks = sse_frames(gateway, "/chat/completions", chat_payload(gateway))
     items: list[dict[str, Any]] = []
     content = ""
     for chunk in chunks:
@@ -104,7 +87,7 @@ def token_ids(gateway: LiveGateway, text: str) -> list[int]:
 
 
 def test_legacy_tokens_join_up_to_the_echoed_text(gateway: LiveGateway) -> None:
-    body = post(gateway, "/completions", {"model": gateway.model, "prompt": PROMPT, **ECHO})
+    body = post_ok(gateway, "/completions", {"model": gateway.model, "prompt": PROMPT, **ECHO})
     if load_openapi() is not None:
         validate_schema("CreateCompletionResponse", body)
     choice = body["choices"][0]
@@ -117,7 +100,7 @@ def test_legacy_tokens_with_a_byte_that_is_not_utf8(gateway: LiveGateway) -> Non
     continuation byte: the second half of "乎")."""
     lone = token_ids(gateway, "乎")[-1]
     ids = [*token_ids(gateway, "于W"), lone, *token_ids(gateway, "el")]
-    body = post(gateway, "/completions", {"model": gateway.model, "prompt": ids, **ECHO})
+    body = post_ok(gateway, "/completions", {"model": gateway.model, "prompt": ids, **ECHO})
     choice = body["choices"][0]
     assert choice["text"] == "于W\ufffdel"
     assert_offsets(choice["logprobs"], choice["text"], cut=False)
@@ -134,11 +117,11 @@ def test_legacy_tokens_join_up_with_a_generated_answer(gateway: LiveGateway, str
         "structured_outputs": {"choice": [ANSWER]},
     }
     if not stream:
-        choice = post(gateway, "/completions", payload)["choices"][0]
+        choice = post_ok(gateway, "/completions", payload)["choices"][0]
         text, logprobs = choice["text"], choice["logprobs"]
     else:
         text, logprobs = "", {"tokens": [], "text_offset": []}
-        for chunk in frames(gateway, "/completions", payload):
+        for chunk in sse_frames(gateway, "/completions", payload):
             for choice in chunk["choices"]:
                 text += choice["text"]
                 for key in logprobs:

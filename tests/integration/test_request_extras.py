@@ -5,31 +5,16 @@ OpenAI's refusal parts in a replayed assistant message, and a clear 400 for an u
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.integration.conftest import LiveGateway
+from tests.integration.live_helpers import post_ok, sse_frames
 from tests.openapi_schema import load_openapi, validate_schema
 
 HI = [{"role": "user", "content": "hi"}]
-
-
-def chat(gateway: LiveGateway, payload: dict[str, Any]) -> dict[str, Any]:
-    r = httpx.post(gateway.v1 + "/chat/completions", json=payload, timeout=120)
-    assert r.status_code == 200, r.text
-    body: dict[str, Any] = r.json()
-    return body
-
-
-def stream_frames(gateway: LiveGateway, path: str, payload: dict[str, Any]) -> list[Any]:
-    with httpx.stream("POST", gateway.v1 + path, json=payload, timeout=120) as r:
-        assert r.status_code == 200, r.read()
-        lines = [line[6:] for line in r.iter_lines() if line.startswith("data: ")]
-    assert lines[-1] == "[DONE]"
-    return [json.loads(line) for line in lines[:-1]]
 
 
 @pytest.mark.parametrize(
@@ -49,7 +34,7 @@ def test_continuous_usage_stats_put_the_counts_so_far_in_every_chunk(
         "stream": True,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
     }
-    frames = stream_frames(gateway, path, payload)
+    frames = sse_frames(gateway, path, payload)
     with_choices = [f for f in frames if f["choices"]]
     assert with_choices and all("usage" in f for f in with_choices)
     counts = [f["usage"]["completion_tokens"] for f in with_choices]
@@ -68,7 +53,7 @@ def test_continuous_usage_stats_put_the_counts_so_far_in_every_chunk(
         if load_openapi() is not None and (path == "/chat/completions" or finished):
             validate_schema(schema, f)
     # without include_usage the option adds nothing, as in vLLM
-    plain = stream_frames(
+    plain = sse_frames(
         gateway, path, {**payload, "stream_options": {"continuous_usage_stats": True}}
     )
     assert not any("usage" in f for f in plain)
@@ -78,12 +63,14 @@ def test_include_stop_str_in_output_keeps_the_matched_stop_string(gateway: LiveG
     base = {
         "messages": HI, "max_tokens": 24, "seed": 7, "ignore_eos": True, "enable_thinking": False,
     }  # fmt: skip
-    text = chat(gateway, base)["choices"][0]["message"]["content"]
+    text = post_ok(gateway, "/chat/completions", base)["choices"][0]["message"]["content"]
     words = [w for w in text.split() if len(w) >= 3]
     assert words, text
     stop = words[len(words) // 2]  # a word from the middle of the seeded answer
-    cut = chat(gateway, {**base, "stop": [stop]})["choices"][0]
-    kept = chat(gateway, {**base, "stop": [stop], "include_stop_str_in_output": True})
+    cut = post_ok(gateway, "/chat/completions", {**base, "stop": [stop]})["choices"][0]
+    kept = post_ok(
+        gateway, "/chat/completions", {**base, "stop": [stop], "include_stop_str_in_output": True}
+    )
     kept_choice = kept["choices"][0]
     assert cut["finish_reason"] == kept_choice["finish_reason"] == "stop"
     assert stop not in cut["message"]["content"]
@@ -96,7 +83,7 @@ def test_a_replayed_refusal_part_is_read_as_text(gateway: LiveGateway) -> None:
         {"role": "assistant", "content": [{"type": "refusal", "refusal": "I won't do that."}]},
         {"role": "user", "content": "fine"},
     ]
-    body = chat(gateway, {"messages": messages, "max_tokens": 4})
+    body = post_ok(gateway, "/chat/completions", {"messages": messages, "max_tokens": 4})
     assert body["choices"][0]["message"]["role"] == "assistant"
     r = httpx.post(gateway.base_url + "/tokenize", json={"messages": messages}, timeout=30)
     assert r.status_code == 200, r.text
@@ -115,5 +102,7 @@ def test_an_unknown_reasoning_effort_is_a_400_naming_it(gateway: LiveGateway) ->
     assert r.status_code == 400
     error = r.json()["error"]
     assert error["param"] == "reasoning_effort" and "bogus" in error["message"]
-    ok = chat(gateway, {"messages": HI, "max_tokens": 2, "reasoning_effort": "High"})
+    ok = post_ok(
+        gateway, "/chat/completions", {"messages": HI, "max_tokens": 2, "reasoning_effort": "High"}
+    )
     assert ok["choices"][0]["finish_reason"] == "length"
