@@ -48,7 +48,8 @@ def continuous_usage(options: StreamOptions | None) -> bool:
 
 
 class ChatMessage(BaseModel):
-    """One message; content is a string or a list of text parts."""
+    """One message; content is a string or a list of text parts (OpenAI's refusal parts,
+    in a replayed assistant message, are read as text)."""
 
     model_config = ConfigDict(extra="allow")
 
