@@ -16,6 +16,8 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from app.model_source import ModelSource
 from app.settings import DEFAULT_MODEL, ENV_PREFIX, Settings, gateway_field_names
 
@@ -110,7 +112,14 @@ def settings_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser
     model = args.model_tag or engine.pop("model", None)
     if model is not None:
         overrides["model"] = model
-    return Settings(engine_overrides=engine, **overrides)
+    try:
+        return Settings(engine_overrides=engine, **overrides)
+    except ValidationError as exc:  # a bad setting: one line per field, before any loading
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'settings'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        parser.error(problems)
 
 
 def serve(argv: Sequence[str]) -> int:

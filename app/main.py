@@ -29,7 +29,7 @@ from app.errors import install_error_handlers
 from app.lifecycle import Lifecycle
 from app.metrics import gateway_metrics
 from app.middleware import BodyLimitMiddleware, PathMiddleware
-from app.model_names import ModelRegistry, ServedModel, parse_aliases
+from app.model_names import ModelRegistry, ServedModel, check_alias_targets, parse_aliases
 from app.model_source import ModelSource, resolve_model_source
 from app.observe import ObserveMiddleware
 from app.routes import chat, completions, health, metrics, models, tokenize
@@ -67,6 +67,7 @@ def build_registry(settings: Settings, engine: Engine, source: ModelSource) -> M
     also = [ServedModel(name=primary, root=info.model_path)]
     if source.hub_id:
         also.append(ServedModel(name=primary, root=source.hub_id))
+    check_alias_targets(aliases, ModelRegistry([ServedModel(primary, root), *also]))
     return ModelRegistry([served, *also])
 
 

@@ -7,7 +7,8 @@ Because ``~`` is expanded on both sides, ``~/x`` and ``/home/user/x`` match
 each other whichever one was configured.
 
 A model's keys (:func:`model_keys`) are its served name, its aliases, its root,
-the hub id derived from the root, and the model directory's base name.
+the hub id derived from the root, and the model directory's base name. A requested
+hub cache path that matches none of them is looked up by the hub id it names.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 __all__ = [
     "ModelRegistry",
     "ServedModel",
+    "check_alias_targets",
     "model_keys",
     "normalize_model_name",
     "parse_aliases",
@@ -152,7 +154,15 @@ class ModelRegistry:
         key = normalize_model_name(requested, home=self._home)
         if not key:
             return self.default
-        return self._keys.get(key)
+        found = self._keys.get(key)
+        if found is None:
+            # a hub cache path (ModelScope's or Hugging Face's) names its hub id: a client
+            # configured with `~/.cache/modelscope/hub/models/Qwen/Qwen3-0.6B` reaches the
+            # model served as `Qwen/Qwen3-0.6B`, wherever the server keeps its copy
+            hub = _hub_id(_canonical_path(requested, self._home))
+            if hub is not None:
+                found = self._keys.get(hub.casefold())
+        return found
 
     def valid_names(self) -> list[str]:
         """Names to suggest in a 404: served names, then aliases, without duplicates."""
@@ -186,3 +196,14 @@ def parse_aliases(spec: str) -> dict[str, str]:
         if previous != target:
             raise ValueError(f"model alias {alias!r} given twice: {previous!r} and {target!r}")
     return result
+
+
+def check_alias_targets(aliases: dict[str, str], served: ModelRegistry) -> None:
+    """Every `--model-aliases` target must name the served model (any accepted spelling):
+    the gateway serves one model, and an alias pointing elsewhere would answer with it."""
+    for alias, target in aliases.items():
+        if served.resolve(target) is None:
+            raise ValueError(
+                f"model alias {alias!r} points to {target!r}, which is not the served model "
+                f"({served.default.name}); aliases name the served model under another name"
+            )

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.model_names import parse_aliases
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 ENV_PREFIX = "GATEWAY_"
@@ -126,6 +128,13 @@ class Settings(BaseSettings):
         description="vLLM engine options set by the CLI; None reads GATEWAY_<FLAG> env vars.",
         exclude=True,
     )
+
+    @field_validator("model_aliases")
+    @classmethod
+    def _aliases_parse(cls, value: str) -> str:
+        """`ALIAS=TARGET,...` checked at start-up, not after the engine has loaded."""
+        parse_aliases(value)
+        return value
 
     @property
     def model_is_default(self) -> bool:

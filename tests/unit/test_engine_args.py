@@ -101,3 +101,20 @@ def test_env_gateway_settings(monkeypatch: pytest.MonkeyPatch, parser) -> None: 
     assert settings.port == 9123 and settings.model == "/m"
     flagged = settings_from_args(parser.parse_args(["--port", "1"]), parser)
     assert flagged.port == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--port", "99999"], "port: Input should be less than or equal to 65535"),
+        (["--model-aliases", "qwen"], "bad model alias 'qwen': expected ALIAS=TARGET"),
+    ],
+)
+def test_a_bad_gateway_setting_is_a_usage_error_before_any_loading(  # type: ignore[no-untyped-def]
+    parser, capsys, argv: list[str], says: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        settings_from_args(parser.parse_args(argv), parser)
+    assert exit_.value.code == 2  # argparse's, not the engine-death exit status 3
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err

@@ -5,6 +5,7 @@ import pytest
 from app.model_names import (
     ModelRegistry,
     ServedModel,
+    check_alias_targets,
     model_keys,
     normalize_model_name,
     parse_aliases,
@@ -260,3 +261,28 @@ def test_parse_aliases_rejects(spec: str) -> None:
 def test_serve_model_is_frozen() -> None:
     with pytest.raises(AttributeError):
         LOCAL.name = "x"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "requested",
+    [
+        "~/.cache/modelscope/hub/models/Qwen/Qwen3-0.6B",
+        "/srv/other/.cache/modelscope/hub/Qwen/Qwen3-0.6B/",
+        "/root/.cache/huggingface/hub/models--Qwen--Qwen3-0.6B",
+        "~/.cache/huggingface/hub/models--Qwen--Qwen3-0.6B/snapshots/abc123",
+    ],
+)
+def test_a_hub_cache_path_reaches_the_model_served_by_its_hub_id(requested: str) -> None:
+    """The seeds' client config names the ModelScope cache path; a server started with
+    `Qwen/Qwen3-0.6B` (its copy anywhere, e.g. --models-dir) serves that model."""
+    reg = ModelRegistry([ServedModel("qwen3", "Qwen/Qwen3-0.6B")], home=HOME)
+    assert reg.resolve(requested) is reg.default
+    assert reg.resolve("~/.cache/modelscope/hub/models/Qwen/Qwen3-1.7B") is None
+    assert reg.resolve("/root/.cache/huggingface/hub/models--Qwen--Qwen3-8B") is None
+
+
+def test_alias_targets_must_name_the_served_model() -> None:
+    served = ModelRegistry([ServedModel("qwen3", "/models/Qwen3-0.6B")], home=HOME)
+    check_alias_targets({"fast": "/models/Qwen3-0.6B/", "q": "qwen3", "b": "Qwen3-0.6B"}, served)
+    with pytest.raises(ValueError, match=r"'other' points to '/nonexistent'.*qwen3"):
+        check_alias_targets({"fast": "qwen3", "other": "/nonexistent"}, served)
