@@ -12,6 +12,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 import uvicorn
+from uvicorn.config import STARTUP_FAILURE
 
 from app.lifecycle import Lifecycle
 
@@ -117,8 +118,13 @@ def serve_app(app: FastAPI, settings: Settings, sock: socket.socket | None = Non
     app.state.request_exit = server.request_exit
     try:
         server.run(sockets=[sock] if sock is not None else None)
-    except SystemExit:  # raised by handle_exit while the loop was idle during start-up
+    except SystemExit as exc:  # raised by handle_exit while the loop was idle during start-up
         if server.interrupted_by is None:
+            if exc.code == STARTUP_FAILURE and not server.started:
+                # uvicorn's start-up failure (the engine or the lifespan raised; the error
+                # is logged above) exits 3, which is the engine-death status supervisors
+                # restart on: a failed start exits 1 instead
+                return 1
             raise
     except KeyboardInterrupt:
         # SIGINT after a clean shutdown: uvicorn raises the signal again once it has
