@@ -48,7 +48,10 @@ class PathMiddleware:
 
 
 class BodyLimitMiddleware:
-    """413 for bodies over the limit, by Content-Length or as they stream in."""
+    """Request bodies the gateway reads: 413 for one over the limit, by Content-Length or
+    as it streams in; 415 for a compressed one (`Content-Encoding: gzip`, ...), which it
+    does not decode (before, gzip got a misleading "not valid UTF-8" 400 and `br` on a
+    plain body passed unnoticed)."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -61,6 +64,9 @@ class BodyLimitMiddleware:
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
                 await self._reject(send)
+                return
+            if name == b"content-encoding" and value.strip().lower() not in (b"", b"identity"):
+                await self._reject(send, _encoded(value))
                 return
         seen = 0
 
@@ -88,13 +94,23 @@ class BodyLimitMiddleware:
             code="request_too_large",
         )
 
-    async def _reject(self, send: Send) -> None:
-        error = self._error()
+    async def _reject(self, send: Send, error: GatewayError | None = None) -> None:
+        error = error or self._error()
         await send(
             {
                 "type": "http.response.start",
-                "status": 413,
+                "status": error.status,
                 "headers": [(b"content-type", b"application/json")],
             }
         )
         await send({"type": "http.response.body", "body": error.to_bytes()})
+
+
+def _encoded(value: bytes) -> GatewayError:
+    encoding = value.decode("latin-1").strip()
+    return GatewayError(
+        f"Compressed request bodies are not accepted (Content-Encoding: {encoding}); "
+        "send the JSON uncompressed.",
+        status=415,
+        code="unsupported_content_encoding",
+    )

@@ -77,6 +77,22 @@ def test_body_over_limit_is_413() -> None:
     assert r.json()["error"]["code"] == "request_too_large"
 
 
+@pytest.mark.parametrize("encoding", ["gzip", "br", " Deflate "])
+def test_a_compressed_body_is_415_naming_the_encoding(encoding: str) -> None:
+    client, _ = make_client()
+    r = client.post(
+        "/v1/chat/completions", content=b"\x1f\x8b...", headers={"content-encoding": encoding}
+    )
+    assert r.status_code == 415, r.text
+    error = r.json()["error"]
+    assert error["code"] == "unsupported_content_encoding"
+    assert encoding.strip() in error["message"] and error["type"] == "invalid_request_error"
+    plain = client.post(
+        "/v1/chat/completions", content=b"abc", headers={"content-encoding": "identity"}
+    )
+    assert plain.status_code == 200
+
+
 def chunks(total: int) -> Iterator[bytes]:
     """A body sent chunked (no Content-Length): JSON of `total` bytes, 10 at a time."""
     body = b'{"prompt": "' + b"x" * (total - 14) + b'"}'
