@@ -2,7 +2,8 @@
 
 Every accepted spelling of a model is reduced to a normalized *key*
 (:func:`normalize_model_name`): whitespace-trimmed, ``~`` expanded to the home
-directory, runs of ``/`` collapsed, trailing ``/`` dropped, case-folded.
+directory, runs of ``/`` collapsed, ``.`` and ``..`` resolved in absolute paths,
+trailing ``/`` dropped, case-folded.
 Because ``~`` is expanded on both sides, ``~/x`` and ``/home/user/x`` match
 each other whichever one was configured.
 
@@ -14,6 +15,7 @@ hub cache path that matches none of them is looked up by the hub id it names.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,11 +46,14 @@ def _default_home() -> str:
 
 
 def _canonical_path(name: str, home: str) -> str:
-    """Trim, expand a leading ``~``, collapse ``//`` and drop trailing ``/`` (case kept)."""
+    """Trim, expand a leading ``~``, collapse ``//``, resolve ``.`` and ``..`` in an
+    absolute path and drop trailing ``/`` (case kept)."""
     name = name.strip()
     if name == "~" or name.startswith("~/"):
         name = home + "/" + name[1:]
     name = _SLASHES.sub("/", name)
+    if name.startswith("/"):
+        name = posixpath.normpath(name)  # `/m/./x`, `/m/x/.` and `/m/y/../x` are `/m/x`
     if len(name) > 1:
         name = name.rstrip("/") or "/"
     return name

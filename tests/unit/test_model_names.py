@@ -35,6 +35,10 @@ MS_MASKED = ServedModel(name="masked", root="~/.cache/modelscope/hub/Qwen/Qwen2_
         ("~/models/X", "/home/user/models/x"),
         ("~user/models", "~user/models"),  # only a bare "~" or "~/" is the home dir
         ("/models//X///", "/models/x"),
+        ("/models/./X", "/models/x"),
+        ("/models/X/.", "/models/x"),
+        ("~/models/y/../X/", "/home/user/models/x"),
+        ("./models/X", "./models/x"),  # relative: left as sent
         ("//", "/"),
         ("/", "/"),
         ("", ""),
