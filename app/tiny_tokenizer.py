@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Final
 
 from app.tiny_presets import ADDED_TOKENS, SPECIAL_TOKENS, ModelPreset, get_preset
-from app.token_bytes import bytes_to_unicode
+from app.token_bytes import bytes_to_unicode, unicode_to_byte
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -175,7 +175,7 @@ def _synthetic_merges(
     held back by the detokenizer until the next token; joining arbitrary bytes instead
     made 61% of the qwen3-0.6b preset's ids split, which no real output resembles.
     """
-    byte_of = {char: byte for byte, char in bytes_to_unicode().items()}
+    byte_of = unicode_to_byte()
     ascii_right = [alphabet[b] for b in range(0x21, 0x7F)]  # printable, not the space
 
     def whole(token: str) -> bool:

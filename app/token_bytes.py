@@ -44,7 +44,8 @@ def bytes_to_unicode() -> dict[int, str]:
 
 
 @functools.cache
-def _unicode_to_byte() -> dict[str, int]:
+def unicode_to_byte() -> dict[str, int]:
+    """The inverse of `bytes_to_unicode`: a ByteLevel character -> its byte."""
     return {char: byte for byte, char in bytes_to_unicode().items()}
 
 
@@ -87,7 +88,7 @@ class TokenBytes:
         if not isinstance(piece, str):
             return self._decode(token_id).encode("utf-8", "replace")
         if self._byte_level:
-            table = _unicode_to_byte()
+            table = unicode_to_byte()
             if all(char in table for char in piece):
                 return bytes(table[char] for char in piece)
         byte = _BYTE_PIECE.fullmatch(piece)

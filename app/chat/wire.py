@@ -103,9 +103,8 @@ class ChunkWriter:
             "logprobs": {"content": logprobs, "refusal": None} if logprobs is not None else None,
             "finish_reason": finish,
         }
-        if usage is not None:
-            return self.prefix + orjson.dumps(body) + b'],"usage":' + orjson.dumps(usage) + b"}\n\n"
-        return self.prefix + orjson.dumps(body) + b"]}\n\n"
+        tail = b"]}\n\n" if usage is None else b'],"usage":' + orjson.dumps(usage) + b"}\n\n"
+        return self.prefix + orjson.dumps(body) + tail
 
     def usage(self, prompt_tokens: int, completion_tokens: int) -> bytes:
         return (
