@@ -92,9 +92,7 @@ def bench_server(
     """A server as the harness runs it: the profile's engine flags and environment, `extra`
     flags for this server only, the gateway from `gateway_root` when given, vLLM's Rust
     frontend with `frontend="rust"`."""
-    env = server_env(profile)
-    if name == "vllm" and frontend == "rust":
-        env[RUST_FRONTEND_VAR] = "1"
+    env = {**server_env(profile), **frontend_env(name, frontend)}
     return ServerProcess(
         name=name,
         argv=server_argv(name, python, model, port, profile.engine_args, extra, frontend),
@@ -103,6 +101,11 @@ def bench_server(
         log_path=log_path,
         cwd=server_cwd(name, gateway_root),
     )
+
+
+def frontend_env(name: str, frontend: str) -> dict[str, str]:
+    """The variable that picks vLLM's Rust frontend, for its server only."""
+    return {RUST_FRONTEND_VAR: "1"} if name == "vllm" and frontend == "rust" else {}
 
 
 def server_env(profile: Profile) -> dict[str, str]:
@@ -260,7 +263,7 @@ def results_header(
         "versions": versions(args.python),
         "vllm_frontend": frontend,
         "commands": {
-            name: (f"{RUST_FRONTEND_VAR}=1 " if name == "vllm" and frontend == "rust" else "")
+            name: "".join(f"{k}={v} " for k, v in frontend_env(name, frontend).items())
             + shlex.join(
                 server_argv(
                     name, "python", model, args.port, prof.engine_args, extra_args[name], frontend
