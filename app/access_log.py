@@ -18,10 +18,11 @@ logger = logging.getLogger("app.access")
 
 @dataclass
 class Usage:
-    """Token counts of the current request, filled in by whoever knows them."""
+    """Token counts and error code of the current request, filled in by whoever knows them."""
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    error_code: str | None = None  # the last error body sent (whole or as a stream frame)
 
 
 usage_scope: contextvars.ContextVar[Usage | None] = contextvars.ContextVar(
@@ -35,6 +36,13 @@ def record_usage(prompt_tokens: int, completion_tokens: int) -> None:
     if usage is not None:
         usage.prompt_tokens = prompt_tokens
         usage.completion_tokens = completion_tokens
+
+
+def record_error(code: str) -> None:
+    """Note that the current request sent an error with this code (no-op outside one)."""
+    usage = usage_scope.get()
+    if usage is not None:
+        usage.error_code = code
 
 
 def log_access(

@@ -32,7 +32,7 @@ class AdmissionMetrics:
             "gateway_max_pending_requests",
             "Limit on inference requests inside the gateway (admission control).",
             registry=registry,
-            multiprocess_mode="livesum",  # summed over HTTP workers
+            multiprocess_mode="livemax",  # one limit, shared by the HTTP workers
         )
         self.pending = Gauge(
             "gateway_pending_requests",

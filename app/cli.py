@@ -13,7 +13,7 @@ import os
 import sys
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -33,6 +33,10 @@ def _field_type(annotation: Any) -> type:
     return annotation if isinstance(annotation, type) else str
 
 
+def _lowercase(value: str) -> str:
+    return value.lower()
+
+
 def add_settings_flags(parser: argparse.ArgumentParser) -> list[str]:
     """One `--flag` per Settings field that vLLM's parser does not already own."""
     taken = {opt for action in parser._actions for opt in action.option_strings}
@@ -42,7 +46,7 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> list[str]:
         flag = "--" + name.replace("_", "-")
         if flag in taken:
             continue
-        kind = _field_type(field.annotation)
+        kind: Callable[[str], Any] = _field_type(field.annotation)
         help_text = f"{field.description} [env {ENV_PREFIX}{name.upper()}]"
         if kind is bool:
             parser.add_argument(
@@ -58,6 +62,8 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> list[str]:
                 if typing.get_origin(field.annotation) is typing.Literal
                 else None
             )
+            if choices and all(isinstance(c, str) and c == c.lower() for c in choices):
+                kind = _lowercase  # `--log-level DEBUG`, as vLLM's own flag takes it
             parser.add_argument(
                 flag,
                 dest=f"gw_{name}",

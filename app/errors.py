@@ -15,6 +15,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from app.access_log import record_error
+
 logger = logging.getLogger(__name__)
 
 _TYPES = {
@@ -75,6 +77,8 @@ class GatewayError(Exception):
         }
 
     def to_bytes(self) -> bytes:
+        """The body as sent: every error leaves through here (counted in /metrics)."""
+        record_error(self.code)
         return orjson.dumps(self.body())
 
     def response(self) -> Response:

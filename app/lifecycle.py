@@ -8,6 +8,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from app.shared_pending import SharedPending
+
 logger = logging.getLogger(__name__)
 
 
@@ -23,6 +25,8 @@ class Lifecycle:
     # engine request ids of in-flight requests -> abort callbacks
     active: dict[str, Callable[[], object]] = field(default_factory=dict)
     _idle: asyncio.Event | None = None
+    # one of several HTTP workers: `max_pending` bounds the requests of all of them
+    shared: SharedPending | None = None
 
     def admit(self) -> str | None:
         """None when a request may enter; otherwise the reason it may not."""
@@ -32,10 +36,14 @@ class Lifecycle:
             return "shutting_down"
         if self.in_flight >= self.max_pending:
             return "overloaded"
+        if self.shared is not None and not self.shared.enter(self.max_pending):
+            return "overloaded"
         self.in_flight += 1
         return None
 
     def release(self) -> None:
+        if self.shared is not None:
+            self.shared.leave()
         self.in_flight -= 1
         if self.in_flight <= 0 and self._idle is not None:
             self._idle.set()

@@ -34,6 +34,7 @@ from app.model_source import ModelSource, resolve_model_source
 from app.observe import ObserveMiddleware
 from app.routes import chat, completions, health, metrics, models, tokenize
 from app.settings import Settings
+from app.shared_pending import SharedPending
 from app.state import Gateway
 from app.warmup import warm_up
 
@@ -121,14 +122,15 @@ def create_app(
     *,
     source: ModelSource | None = None,
     client_config: dict[str, Any] | None = None,
+    shared_pending: SharedPending | None = None,
 ) -> FastAPI:
     """Build the gateway app; the engine is started in the lifespan unless one is given.
 
-    `client_config` makes this app one HTTP worker of several sharing an engine core
-    (see `app.workers`)."""
+    `client_config` makes this app one HTTP worker of several sharing an engine core,
+    `shared_pending` their common admission count (see `app.workers`)."""
     settings = settings or Settings()
     metrics_ = gateway_metrics()
-    lifecycle = Lifecycle(max_pending=settings.max_pending_requests)
+    lifecycle = Lifecycle(max_pending=settings.max_pending_requests, shared=shared_pending)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -19,10 +19,41 @@ class GatewayMetrics:
     errors: Counter
 
 
+NORMALIZATION_KINDS = (
+    "system_message",
+    "sampling_defaults",
+    "invisible_chars",
+    "system_order",
+    "thinking_flag",
+    "extra_body",
+    "constrained_thinking",
+)
+"""Every `kind` of `gateway_normalizations_total` (app.chat.normalize, app.completions)."""
+
+COMMON_ERROR_CODES = (
+    "invalid_request",
+    "invalid_json",
+    "model_not_found",
+    "context_length_exceeded",
+    "invalid_api_key",
+    "not_found",
+    "request_too_large",
+    "server_overloaded",
+    "server_shutting_down",
+    "engine_dead",
+    "engine_error",
+    "internal_error",
+)
+"""`gateway_errors_total` codes exported at 0 from the start (others appear when sent):
+Prometheus' rate() then counts each one's first error, and a dashboard has the series
+before there is one, also with several HTTP workers, whose multiprocess collector shows
+no family that has no samples."""
+
+
 @cache
 def gateway_metrics(registry: CollectorRegistry = REGISTRY) -> GatewayMetrics:
     """Create (once per registry) and return the gateway's metrics."""
-    return GatewayMetrics(
+    metrics = GatewayMetrics(
         requests=Counter(
             "gateway_requests",
             "HTTP requests answered by the gateway, by route, method and status.",
@@ -55,3 +86,8 @@ def gateway_metrics(registry: CollectorRegistry = REGISTRY) -> GatewayMetrics:
             registry=registry,
         ),
     )
+    for kind in NORMALIZATION_KINDS:
+        metrics.normalizations.labels(kind)
+    for code in COMMON_ERROR_CODES:
+        metrics.errors.labels(code)
+    return metrics

@@ -70,6 +70,10 @@ class ObserveMiddleware:
         start = time.perf_counter()
         try:
             await self.app(scope, receive, observed_send)
+        except Exception:
+            # answered outside this middleware, by the 500 handler (app.errors)
+            usage.error_code = usage.error_code or "internal_error"
+            raise
         finally:
             latency = time.perf_counter() - start
             self.metrics.in_flight.dec()
@@ -78,6 +82,8 @@ class ObserveMiddleware:
             method = scope["method"]
             self.metrics.requests.labels(route, method, str(status)).inc()
             self.metrics.latency.labels(route, method).observe(latency)
+            if usage.error_code is not None:
+                self.metrics.errors.labels(usage.error_code).inc()
             if self.access_log:
                 log_access(request_id, method, path, status, latency, usage)
             usage_scope.reset(usage_token)

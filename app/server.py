@@ -29,8 +29,15 @@ ENGINE_PROBE_TIMEOUT = 2.0
 
 
 class GatewayServer(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, app_state: State, drain_timeout: float) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        app_state: State,
+        drain_timeout: float,
+        on_started: Callable[[], object] | None = None,
+    ) -> None:
         super().__init__(config)
+        self.on_started = on_started
         self.app_state = app_state
         self.lifecycle: Lifecycle = app_state.lifecycle
         self.drain_timeout = drain_timeout
@@ -42,6 +49,8 @@ class GatewayServer(uvicorn.Server):
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         self._loop = asyncio.get_running_loop()
         await super().startup(sockets=sockets)  # type: ignore[arg-type]
+        if self.started and self.on_started is not None:
+            self.on_started()
 
     def request_exit(self) -> None:
         """Stop now (used when the engine has died)."""
@@ -98,8 +107,14 @@ class GatewayServer(uvicorn.Server):
         self.should_exit = True
 
 
-def serve_app(app: FastAPI, settings: Settings, sock: socket.socket | None = None) -> int:
-    """Serve `app` until SIGTERM/SIGINT (on `sock` when given); the process exit status."""
+def serve_app(
+    app: FastAPI,
+    settings: Settings,
+    sock: socket.socket | None = None,
+    on_started: Callable[[], object] | None = None,
+) -> int:
+    """Serve `app` until SIGTERM/SIGINT (on `sock` when given; `on_started` called once
+    it serves); the process exit status."""
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -114,7 +129,7 @@ def serve_app(app: FastAPI, settings: Settings, sock: socket.socket | None = Non
         # connection first races the client's next request on it.
         timeout_keep_alive=75,
     )
-    server = GatewayServer(config, app.state, settings.drain_timeout)
+    server = GatewayServer(config, app.state, settings.drain_timeout, on_started)
     app.state.request_exit = server.request_exit
     try:
         server.run(sockets=[sock] if sock is not None else None)

@@ -13,17 +13,26 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import multiprocessing
 import os
 import re
+import signal
 import socket
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.model_source import ModelSource
 from app.settings import Settings
+from app.shared_pending import SharedPending
 
 logger = logging.getLogger(__name__)
+
+
+def _event() -> Any:
+    return multiprocessing.get_context("spawn").Event()
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,8 @@ class WorkerSpec:
 
     settings: Settings
     source: ModelSource
+    pending: SharedPending = field(default_factory=SharedPending)  # the admission count
+    serving: Any = field(default_factory=_event)  # set once a worker serves
 
 
 MAX_AUTO_WORKERS = 4
@@ -69,14 +80,52 @@ def run_workers(settings: Settings, source: ModelSource) -> int:
     # gateway app instead of vLLM's (same signature, looked up when workers start).
     vllm_utils.run_api_server_worker_proc = serve_worker
     logger.info("starting %d HTTP workers sharing one engine", settings.api_server_count)
-    try:
-        vllm_serve.run_multi_api_server(args)
-    except SystemExit:  # SIGTERM/SIGINT: the launcher has stopped the workers and engine
-        return 0
-    except RuntimeError as exc:
-        logger.error("stopped: %s", exc)
-        return exit_status(str(exc), settings.engine_death_exit_code)
+    with signals_seen() as seen:
+        try:
+            vllm_serve.run_multi_api_server(args)
+        except SystemExit:  # SIGTERM/SIGINT: the launcher has stopped the workers and engine
+            signals, serving = seen(), args.gateway.serving.is_set()
+            if signals and not serving:
+                logger.warning("%s during start-up: stopping", signal.Signals(signals[0]).name)
+            return stop_status(signals, serving=serving)
+        except RuntimeError as exc:
+            logger.error("stopped: %s", exc)
+            return exit_status(str(exc), settings.engine_death_exit_code)
     return 0
+
+
+def stop_status(signals: list[int], *, serving: bool) -> int:
+    """The exit status after the launcher stopped on a signal, as one process's
+    (app.server): 130 for SIGINT, 143 for SIGTERM during start-up, 0 after a SIGTERM
+    drain."""
+    if signal.SIGINT in signals:
+        return 128 + signal.SIGINT
+    if signal.SIGTERM in signals and not serving:
+        return 128 + signal.SIGTERM
+    return 0
+
+
+@contextmanager
+def signals_seen() -> Iterator[Callable[[], list[int]]]:
+    """The signals this process gets meanwhile (vLLM's launcher handles them and only
+    raises SystemExit), read from Python's signal wake-up fd."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    os.set_blocking(write_end, False)
+    previous = signal.set_wakeup_fd(write_end)
+    got: list[int] = []
+
+    def seen() -> list[int]:
+        with suppress(BlockingIOError):
+            got.extend(os.read(read_end, 64))
+        return got
+
+    try:
+        yield seen
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(read_end)
+        os.close(write_end)
 
 
 def launcher_args(settings: Settings, source: ModelSource) -> Any:
@@ -94,8 +143,8 @@ def launcher_args(settings: Settings, source: ModelSource) -> Any:
     if getattr(engine_args, "shutdown_timeout", drain) < drain:
         engine_args.shutdown_timeout = drain
     args = vllm_serve.make_arg_parser(FlexibleArgumentParser()).parse_args([])
-    for field in dataclasses.fields(engine_args):
-        setattr(args, field.name, getattr(engine_args, field.name))
+    for option in dataclasses.fields(engine_args):
+        setattr(args, option.name, getattr(engine_args, option.name))
     args.host = settings.host
     args.port = settings.port
     args.api_server_count = settings.api_server_count
@@ -129,9 +178,14 @@ def serve_worker(
     logger.info(
         "HTTP worker %s serving %s", (client_config or {}).get("client_index"), listen_address
     )
-    app = create_app(spec.settings, source=spec.source, client_config=client_config or {})
+    app = create_app(
+        spec.settings,
+        source=spec.source,
+        client_config=client_config or {},
+        shared_pending=spec.pending,
+    )
     try:
-        status = serve_app(app, spec.settings, sock)
+        status = serve_app(app, spec.settings, sock, on_started=spec.serving.set)
     except KeyboardInterrupt:  # SIGINT to the whole process group (Ctrl-C): already stopped
         status = 0
     finally:

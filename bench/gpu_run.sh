@@ -100,11 +100,12 @@ EOF
 )
     say "test wheels: $(echo "$missing" | wc -w) of $(ls .whl/test/*.whl | wc -l) missing here"
     # shellcheck disable=SC2086
-    [ -n "$missing" ] && "$PY" -m pip install -q --no-index --no-deps --no-compile \
+    [ -n "$missing" ] && "$PY" -m pip install -q --upgrade --no-index --no-deps --no-compile \
       --no-cache-dir --target /tmp/site-test $missing
     export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/tmp/site-test
   fi
   LEFT=$(( BUDGET - $(elapsed) - 25 ))
+  mkdir -p "$RES"
   say "pytest $TEST_ARGS with ${LEFT}s left"
   # every gateway a test starts takes this share of the GPU (several run at once)
   export GATEWAY_GPU_MEMORY_UTILIZATION=${GATEWAY_GPU_MEMORY_UTILIZATION:-0.12}

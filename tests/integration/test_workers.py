@@ -19,8 +19,10 @@ import pytest
 from openai import AsyncOpenAI
 from prometheus_client.mmap_dict import MmapedDict
 
-from tests.integration.conftest import LiveGateway, server_env, start_gateway
-from tests.integration.live_helpers import StreamReader, metric, wait_for
+from tests.deploy_files import dashboard_metric_names
+from tests.integration.conftest import LiveGateway, launch_gateway, server_env, start_gateway
+from tests.integration.live_helpers import StreamReader, engine_cores, metric, wait_for
+from tests.integration.test_dashboard import exported_series
 
 HI = [{"role": "user", "content": "hi"}]
 CHAT = "gateway_requests_total"
@@ -126,6 +128,15 @@ def test_requests_spread_over_workers_and_metrics_sum(workers) -> None:  # type:
     assert metric(live, CHAT) >= before + 24
 
 
+def test_every_dashboard_series_is_exported_with_workers(workers) -> None:  # type: ignore[no-untyped-def]
+    """Prometheus' multiprocess collector shows no family without samples: the error and
+    normalization counters were missing from /metrics until their first increment (seen on
+    the H200, where workers are the default); their common labels now start at 0."""
+    _, live, _ = workers
+    missing = sorted(dashboard_metric_names() - exported_series(live))
+    assert not missing, f"the dashboard queries series /metrics does not have: {missing}"
+
+
 def test_sigterm_drains_every_worker(workers) -> None:  # type: ignore[no-untyped-def]
     proc, live, _ = workers
     family = _family(proc)
@@ -150,7 +161,11 @@ def doomed(
 ) -> Iterator[tuple[subprocess.Popen[bytes], LiveGateway]]:
     tmp = tmp_path_factory.mktemp("doomed")
     proc, live = start_gateway(
-        tmp, tiny_model_dir, test_home, ["--api-server-count", "2"], server_env(test_home)
+        tmp,
+        tiny_model_dir,
+        test_home,
+        ["--api-server-count", "2", "--max-pending-requests", "2"],
+        server_env(test_home),
     )
     try:
         yield proc, live
@@ -158,6 +173,27 @@ def doomed(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_workers_share_one_admission_limit(doomed) -> None:  # type: ignore[no-untyped-def]
+    """`--max-pending-requests 2` bounds the gateway, not each worker: counted per worker,
+    two workers let in 4 of 6 long requests (four workers on the H200 reported a limit of
+    8). Each request on its own connection, so both workers take some."""
+    _, live = doomed
+    assert metric(live, "gateway_max_pending_requests") == 2
+    body = {"messages": HI, "max_tokens": 1000, "ignore_eos": True}
+
+    async def burst() -> list[int]:
+        async def one() -> int:
+            async with httpx.AsyncClient(timeout=120) as client:
+                r = await client.post(live.v1 + "/chat/completions", json=body)
+                return r.status_code
+
+        return await asyncio.gather(*(one() for _ in range(6)))
+
+    statuses = asyncio.run(burst())
+    assert sorted(statuses) == [200, 200, 503, 503, 503, 503], statuses
+    assert metric(live, "gateway_pending_requests") == 0
 
 
 def test_engine_death_stops_every_worker_with_status_3(doomed) -> None:  # type: ignore[no-untyped-def]
@@ -181,3 +217,44 @@ def test_engine_death_stops_every_worker_with_status_3(doomed) -> None:  # type:
     assert not alive, f"left behind: {[p.pid for p in alive]}"
     with pytest.raises(httpx.HTTPError):
         httpx.get(live.base_url + "/health", timeout=2)
+
+
+def test_sigterm_during_start_up_exits_143_with_workers(
+    tmp_path: Path, tiny_model_dir: Path, test_home: Path
+) -> None:
+    """As one process (test_reliability): stopped at once, 143, not 0 (the launcher's
+    SystemExit hides the signal; the gateway reads it from the wake-up fd)."""
+    proc, live = launch_gateway(
+        tmp_path, tiny_model_dir, test_home, ["--api-server-count", "2"], server_env(test_home)
+    )
+    try:
+        wait_for(lambda: bool(engine_cores(proc.pid)), 120)  # start-up under way
+        cores = engine_cores(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 128 + signal.SIGTERM
+    assert "SIGTERM during start-up: stopping" in live.log.read_text(errors="replace")
+    _, alive = psutil.wait_procs(cores, timeout=30)
+    assert not alive, "engine core left running"
+
+
+def test_sigint_stops_the_workers_with_130(
+    tmp_path: Path, tiny_model_dir: Path, test_home: Path
+) -> None:
+    """Ctrl-C after start-up: 130 as one process gives (it was 0 with workers)."""
+    proc, _ = start_gateway(
+        tmp_path, tiny_model_dir, test_home, ["--api-server-count", "2"], server_env(test_home)
+    )
+    family = _family(proc)
+    try:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 128 + signal.SIGINT
+    _, alive = psutil.wait_procs(family, timeout=30)
+    assert not alive, f"left behind: {[p.pid for p in alive]}"

@@ -145,8 +145,9 @@ def _dry_gpu_run(tmp_path: Path, **knobs: str | None) -> list[list[str]]:
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
+    modes = ("TEST_ARGS", "PAIRED_ARGS", "COLD_ARGS", "PROFILE_ARGS", "BENCH_ARGS")
     env = {
-        **os.environ,
+        **{name: value for name, value in os.environ.items() if name not in modes},
         "DRY_RUN": "1",
         "PYTHON": str(fake_python),
         "OUT": str(tmp_path / "out"),

@@ -118,3 +118,18 @@ def test_a_bad_gateway_setting_is_a_usage_error_before_any_loading(  # type: ign
     assert exit_.value.code == 2  # argparse's, not the engine-death exit status 3
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
+
+
+def test_gateway_choice_flags_take_any_case_without_vllms_own() -> None:
+    """Where vLLM's parser has no `--log-level` (vLLM 0.26) the gateway's own flag takes
+    `DEBUG` as vLLM's does; seen on the H200, where it was 'invalid choice'."""
+    import argparse
+
+    from app.cli import add_settings_flags
+
+    parser = argparse.ArgumentParser()
+    add_settings_flags(parser)
+    args = parser.parse_args(["--log-level", "DEBUG", "--log-format", "JSON"])
+    assert (args.gw_log_level, args.gw_log_format) == ("debug", "json")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--log-level", "LOUD"])

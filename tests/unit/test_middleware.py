@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from fastapi import FastAPI, Request
+from fastapi.responses import StreamingResponse
 from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
-from app.errors import install_error_handlers
-from app.metrics import gateway_metrics
+from app.errors import GatewayError, install_error_handlers
+from app.metrics import COMMON_ERROR_CODES, NORMALIZATION_KINDS, gateway_metrics
 from app.middleware import BodyLimitMiddleware, PathMiddleware, normalize_path
 from app.observe import ObserveMiddleware
 
@@ -51,6 +52,18 @@ def make_client() -> tuple[TestClient, CollectorRegistry]:
     @app.post("/v1/completions")
     async def parsed(body: Prompt) -> dict[str, int]:  # FastAPI reads and parses the body
         return {"size": len(body.prompt)}
+
+    @app.get("/stream-error")
+    async def stream_error() -> StreamingResponse:
+        async def frames() -> AsyncIterator[bytes]:
+            yield b"data: {}\n\n"
+            yield b"data: " + GatewayError("gone", status=500, code="engine_error").to_bytes()
+
+        return StreamingResponse(frames(), media_type="text/event-stream")
+
+    @app.get("/crash")
+    async def crash() -> None:
+        raise RuntimeError("bug")
 
     app.add_middleware(BodyLimitMiddleware, max_bytes=100)
     app.add_middleware(
@@ -140,3 +153,56 @@ def test_a_templated_route_is_one_label_whatever_the_id() -> None:
         "gateway_requests_total", {"route": "other", "method": "GET", "status": "404"}
     )
     assert templated == 2 and other == 1
+
+
+def test_errors_counted_by_code_whole_streamed_and_unexpected() -> None:
+    """gateway_errors_total{code}: every error body sent, a stream's error frame and the
+    500 of an unexpected exception included (the counter existed but counted nothing)."""
+    client, registry = make_client()
+    client.post("/v1/chat/completions", content=b"x" * 101)  # 413 from a middleware
+    client.post("/v1/completions", content=b"{}", headers={"content-type": "application/json"})
+    client.get("/nowhere")
+    assert client.get("/stream-error").status_code == 200
+    crashing = TestClient(client.app, raise_server_exceptions=False)
+    assert crashing.get("/crash").status_code == 500
+    client.post("/v1/chat/completions", content=b"fine")
+
+    def count(code: str) -> float | None:
+        return registry.get_sample_value("gateway_errors_total", {"code": code})
+
+    assert count("request_too_large") == 1
+    assert count("invalid_request") == 1  # the missing `prompt`
+    assert count("not_found") == 1
+    assert count("engine_error") == 1
+    assert count("internal_error") == 1
+    total = sum(
+        s.value
+        for metric in registry.collect()
+        if metric.name == "gateway_errors"
+        for s in metric.samples
+        if s.name == "gateway_errors_total"
+    )
+    assert total == 5
+
+
+def test_common_error_codes_and_normalization_kinds_start_at_zero() -> None:
+    registry = CollectorRegistry()
+    gateway_metrics(registry)
+    for code in COMMON_ERROR_CODES:
+        assert registry.get_sample_value("gateway_errors_total", {"code": code}) == 0
+    for kind in NORMALIZATION_KINDS:
+        assert registry.get_sample_value("gateway_normalizations_total", {"kind": kind}) == 0
+
+
+def test_every_normalization_kind_the_code_counts_is_listed() -> None:
+    """The kinds counted in app/chat/normalize.py and app/completions/prepare.py are the
+    ones exported at 0 from the start (a new kind must be added to the list)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "app"
+    chat = (root / "chat" / "normalize.py").read_text()
+    completions = (root / "completions" / "prepare.py").read_text()
+    counted = set(re.findall(r'fired\.append\("(\w+)"\)', chat))
+    counted |= set(re.findall(r'\("(\w+)", (?:stripped|bool\(defaults\))\)', completions))
+    assert len(counted) >= 7 and counted <= set(NORMALIZATION_KINDS), counted

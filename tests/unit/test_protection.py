@@ -18,6 +18,7 @@ from app.lifecycle import Lifecycle
 from app.metrics import gateway_metrics
 from app.observe import ObserveMiddleware
 from app.request_id import RequestIdFilter, current_request_id, pick_request_id
+from app.shared_pending import SharedPending
 
 
 def test_load_keys_from_setting_and_file(tmp_path: Path) -> None:
@@ -98,6 +99,20 @@ def test_admission_limit_and_release() -> None:
     lifecycle.release()
     r = TestClient(make_app(lifecycle)).post("/v1/chat/completions")
     assert r.status_code == 200 and lifecycle.in_flight == 0
+
+
+def test_workers_share_one_admission_limit() -> None:
+    """Two HTTP workers' lifecycles with one shared count: `max_pending` bounds both
+    together (counted per worker, four workers let in four times the limit)."""
+    shared = SharedPending()
+    first = Lifecycle(max_pending=2, shared=shared)
+    second = Lifecycle(max_pending=2, shared=shared)
+    assert first.admit() is None and second.admit() is None
+    assert first.admit() == "overloaded" and second.admit() == "overloaded"
+    assert (first.in_flight, second.in_flight, shared.value) == (1, 1, 2)
+    second.release()
+    assert first.admit() is None
+    assert (first.in_flight, second.in_flight, shared.value) == (2, 0, 2)
 
 
 def test_drain_waits_for_in_flight_then_reports_leftovers() -> None:

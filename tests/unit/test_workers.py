@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-import pickle
+import multiprocessing
+import os
+import signal
+import time
 
 import pytest
 
 from app.model_source import ModelSource
 from app.settings import Settings
-from app.workers import WorkerSpec, auto_worker_count, exit_status, launcher_args
+from app.workers import (
+    WorkerSpec,
+    auto_worker_count,
+    exit_status,
+    launcher_args,
+    signals_seen,
+    stop_status,
+)
 
 
 @pytest.mark.parametrize(
@@ -48,7 +58,56 @@ def test_launcher_args_carry_engine_options_address_and_spec(tmp_path) -> None: 
     assert args.served_model_name == ["Qwen/Qwen3-0.6B"]
     assert args.shutdown_timeout >= 40  # the launcher waits out each worker's drain
     assert not args.headless
-    spec = pickle.loads(pickle.dumps(args.gateway))  # crosses into spawned processes
+    # crosses into the spawned workers; its admission count and "serving" flag are shared
+    spec = args.gateway
     assert isinstance(spec, WorkerSpec)
-    assert spec.settings.port == 9100
-    assert spec.source == source
+    child = multiprocessing.get_context("spawn").Process(target=_worker_sees, args=(spec,))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0
+    assert spec.serving.is_set() and spec.pending.value == 1
+    assert not spec.pending.enter(1)  # the child's request counts against the limit here
+
+
+def _worker_sees(spec: WorkerSpec) -> None:
+    """In a spawned process: the spec arrived whole; admit one request, say "serving"."""
+    assert spec.settings.port == 9100 and spec.source.requested == "Qwen/Qwen3-0.6B"
+    assert spec.pending.enter(1)
+    spec.serving.set()
+
+
+@pytest.mark.parametrize(
+    ("signals", "serving", "status"),
+    [
+        ([signal.SIGINT], True, 130),
+        ([signal.SIGINT], False, 130),
+        ([signal.SIGTERM], False, 143),  # during start-up
+        ([signal.SIGTERM], True, 0),  # after the workers' drain
+        ([signal.SIGTERM, signal.SIGINT], True, 130),  # Ctrl-C during the drain
+        ([], True, 0),
+    ],
+)
+def test_stop_status_is_one_process_gateways(
+    signals: list[int], serving: bool, status: int
+) -> None:
+    """With workers the gateway exited 0 on any signal (seen on the H200, where they are
+    the default); now as the one-process gateway (docs/reliability.md, exit statuses)."""
+    assert stop_status(signals, serving=serving) == status
+
+
+def test_signals_seen_names_the_signal_behind_a_bare_system_exit() -> None:
+    """vLLM's launcher turns SIGTERM and SIGINT into a bare SystemExit; which one it was
+    comes from the wake-up fd."""
+
+    def launcher_handler(signum: int, frame: object) -> None:
+        raise SystemExit
+
+    previous = signal.signal(signal.SIGUSR1, launcher_handler)
+    try:
+        with signals_seen() as seen:
+            with pytest.raises(SystemExit):
+                os.kill(os.getpid(), signal.SIGUSR1)
+                time.sleep(5)  # the handler runs at the next bytecode
+            assert seen() == [signal.SIGUSR1]
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
