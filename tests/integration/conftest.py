@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,10 +34,33 @@ class LiveGateway:
         return self.base_url + "/v1"
 
 
+_HANDED_OUT: set[int] = set()
+_PORT_LOCK = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free port below the kernel's ephemeral range, never handed out twice.
+
+    A gateway binds its port some 40 s after this check. A port the kernel picked (bind
+    to 0) is an ephemeral one, which another process can get meanwhile: a second gateway
+    starting beside it (its engine's sockets, its clients) took one in a CI run
+    ("address already in use"). Ports below the range are never assigned automatically.
+    """
+    low = 32768
+    with contextlib.suppress(OSError, ValueError):
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    while True:
+        port = random.randrange(max(1024, low - 10000), low)
+        with _PORT_LOCK:
+            if port in _HANDED_OUT:
+                continue
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _HANDED_OUT.add(port)
+            return port
 
 
 def wait_ok(

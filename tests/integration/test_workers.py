@@ -229,13 +229,11 @@ def test_sigterm_during_start_up_exits_143_with_workers(
     )
     try:
         wait_for(lambda: bool(engine_cores(proc.pid)), 120)  # start-up under way
-        cores = engine_cores(proc.pid)
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert code == 128 + signal.SIGTERM
+    except BaseException:
+        proc.kill()
+        raise
+    cores = engine_cores(proc.pid)
+    assert _status_after(proc, signal.SIGTERM, 120) == 128 + signal.SIGTERM
     assert "SIGTERM during start-up: stopping" in live.log.read_text(errors="replace")
     _, alive = psutil.wait_procs(cores, timeout=30)
     assert not alive, "engine core left running"
@@ -249,12 +247,16 @@ def test_sigint_stops_the_workers_with_130(
         tmp_path, tiny_model_dir, test_home, ["--api-server-count", "2"], server_env(test_home)
     )
     family = _family(proc)
+    assert _status_after(proc, signal.SIGINT, 60) == 128 + signal.SIGINT
+    _, alive = psutil.wait_procs(family, timeout=30)
+    assert not alive, f"left behind: {[p.pid for p in alive]}"
+
+
+def _status_after(proc: subprocess.Popen[bytes], sig: int, timeout: float) -> int:
+    """Send `sig` and return the exit status (killed if it outlives `timeout`)."""
     try:
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=60)
+        proc.send_signal(sig)
+        return proc.wait(timeout=timeout)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert code == 128 + signal.SIGINT
-    _, alive = psutil.wait_procs(family, timeout=30)
-    assert not alive, f"left behind: {[p.pid for p in alive]}"
