@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from bench.commands import VLLM_FRONTENDS
-from bench.profiles import LABELS, PROFILES, ROOT, SERVER_NAMES
+from bench.profiles import LABELS, PROFILES, ROOT, SAMPLING_KEYS, SERVER_NAMES
 
 
 def _csv_ints(text: str) -> list[int]:
@@ -18,6 +18,19 @@ def _workloads(text: str) -> list[tuple[int, int]]:
     for item in text.split(","):
         a, _, b = item.strip().partition("x")
         out.append((int(a), int(b)))
+    return out
+
+
+def _sampling(text: str) -> dict[str, float]:
+    """`temperature=1,top_p=1,top_k=0`, or `none` for a client that sends no sampling."""
+    if text.strip().lower() == "none":
+        return {}
+    out: dict[str, float] = {}
+    for item in text.split(","):
+        key, sep, value = item.strip().partition("=")
+        if not sep or key not in SAMPLING_KEYS:
+            raise argparse.ArgumentTypeError(f"expected KEY=VALUE with KEY in {SAMPLING_KEYS}")
+        out[key] = int(value) if key == "top_k" else float(value)
     return out
 
 
@@ -72,6 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="python",
         help="vLLM's HTTP frontend: its Python server, or its Rust one (`vllm serve` with "
         "VLLM_USE_RUST_FRONTEND=1; GPU build only)",
+    )
+    p.add_argument(
+        "--sampling",
+        type=_sampling,
+        default=None,
+        help="what the client sends, e.g. temperature=1,top_p=1,top_k=0 (plain sampling, "
+        "no top-k/top-p), or none (nothing: each server fills its own defaults); default "
+        "the profile's (Qwen3's recommended values)",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=18431)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVER_NAMES = ("vllm", "gateway")
+SAMPLING_KEYS = ("temperature", "top_p", "top_k")
 LABELS = {"vllm": "vllm serve", "gateway": "gateway"}
 
 
@@ -131,7 +132,7 @@ def profile_from_args(name: str, args: argparse.Namespace) -> Profile:
         warmups_cap=base.warmups_cap,
         startup_timeout_s=base.startup_timeout_s,
         run_timeout_s=base.run_timeout_s,
-        sampling=base.sampling,
+        sampling=base.sampling if args.sampling is None else args.sampling,
         first=base.first,
     )
 

@@ -178,3 +178,25 @@ def test_the_rust_frontend_starts_from_vllms_cli_with_its_variable(tmp_path: Pat
     assert gateway.argv[:4] == ["py", "-m", "app", "serve"]
     assert python.argv[2] == "vllm.entrypoints.openai.api_server"
     assert RUST_FRONTEND_VAR not in gateway.env and RUST_FRONTEND_VAR not in python.env
+
+
+def _sampling_sent(*flags: str) -> dict[str, object]:
+    prof = profile_from_args("gpu", build_parser().parse_args(list(flags)))
+    plan, _ = build_plan(
+        prof, "gateway", 1, python="py", model="m", port=9, seed=0, results_dir=Path("r")
+    )
+    argv = plan[0]["argv"]
+    return {
+        key: argv[argv.index(f"--{key.replace('_', '-')}") + 1]
+        for key in ("temperature", "top_p", "top_k")
+        if f"--{key.replace('_', '-')}" in argv
+    }
+
+
+def test_sampling_flag_sets_what_the_client_sends() -> None:
+    assert _sampling_sent() == {"temperature": "0.6", "top_p": "0.95", "top_k": "20"}
+    plain = _sampling_sent("--sampling", "temperature=1,top_p=1,top_k=0")
+    assert plain == {"temperature": "1.0", "top_p": "1.0", "top_k": "0"}
+    assert _sampling_sent("--sampling", "none") == {}
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--sampling", "min_p=0.1"])
