@@ -36,6 +36,21 @@ def test_health_answers_head(gateway: LiveGateway) -> None:
     assert "application/json" in out.stdout and "healthy" not in out.stdout
 
 
+def test_metrics_plain_and_compressed(gateway: LiveGateway) -> None:
+    """`curl` asks for no encoding and gets text; `curl --compressed` gets gzip and decodes."""
+    status, plain = curl(gateway.base_url + "/metrics")
+    assert status == 200 and "# TYPE vllm:num_requests_running gauge" in plain
+    out = subprocess.run(
+        ["curl", "-sS", "--compressed", "-D", "-", gateway.base_url + "/metrics"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    head, _, body = out.stdout.partition("\n\n")  # text mode: CRLF read as LF
+    assert "content-encoding: gzip" in head.lower()
+    assert "# TYPE vllm:num_requests_running gauge" in body
+
+
 def test_models(gateway: LiveGateway) -> None:
     status, body = curl(gateway.base_url + "/v1/models")
     assert status == 200

@@ -68,3 +68,18 @@ def test_vllm_and_gateway_metrics_move(gateway: LiveGateway) -> None:
         after, "vllm:time_to_first_token_seconds", "vllm:time_to_first_token_seconds_count"
     ) > total(before, "vllm:time_to_first_token_seconds", "vllm:time_to_first_token_seconds_count")
     assert total(after, "vllm:num_requests_running", "vllm:num_requests_running") == 0
+
+
+def test_metrics_are_gzipped_for_a_scraper_that_accepts_it(gateway: LiveGateway) -> None:
+    """Prometheus sends `Accept-Encoding: gzip`; the same text comes back compressed."""
+    url = gateway.base_url + "/metrics"
+    with httpx.Client(timeout=10) as client:
+        packed = client.get(url, headers={"Accept-Encoding": "gzip"})
+        plain = client.get(url, headers={"Accept-Encoding": "identity"})
+    assert packed.headers["content-encoding"] == "gzip"
+    assert "content-encoding" not in plain.headers
+    assert packed.headers["vary"] == plain.headers["vary"] == "Accept-Encoding"
+    assert int(packed.headers["content-length"]) < int(plain.headers["content-length"]) / 3
+    names = {family.name for family in text_string_to_metric_families(packed.text)}
+    assert names == {family.name for family in text_string_to_metric_families(plain.text)}
+    assert "vllm:generation_tokens" in names and "gateway_requests" in names
