@@ -58,7 +58,7 @@ def exposition(gzipped: bool) -> bytes:
     return gzip.compress(body, compresslevel=GZIP_LEVEL) if gzipped else body
 
 
-@router.get("/metrics")
+@router.api_route("/metrics", methods=["GET", "HEAD"])
 async def metrics(request: Request) -> Response:
     gzipped = accepts_gzip(request.headers.get("accept-encoding", ""))
     # Collecting reads every worker's metric files: off the event loop, which serves

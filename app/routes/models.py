@@ -1,5 +1,5 @@
 """`GET /v1/models` and `GET /v1/models/{model}`: the served model, its aliases, where it
-was loaded from."""
+was loaded from. `HEAD` answers both with the headers alone (probes, link checkers)."""
 
 from __future__ import annotations
 
@@ -44,13 +44,13 @@ def listed_names(gateway: Gateway) -> list[tuple[ServedModel, str]]:
     return listed
 
 
-@router.get("/v1/models")
+@router.api_route("/v1/models", methods=["GET", "HEAD"])
 async def list_models(gateway: GatewayDep) -> Response:
     data = [model_entry(gateway, model, name) for model, name in listed_names(gateway)]
     return Response(orjson.dumps({"object": "list", "data": data}), media_type="application/json")
 
 
-@router.get("/v1/models/{model:path}")
+@router.api_route("/v1/models/{model:path}", methods=["GET", "HEAD"])
 async def retrieve_model(model: str, gateway: GatewayDep) -> Response:
     """A listed name gives its own entry; any other spelling the chat endpoint accepts (an
     alias, `Qwen/Qwen3-0.6B`, a path with `~` or a trailing slash) gives the served name's

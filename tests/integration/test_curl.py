@@ -51,6 +51,16 @@ def test_metrics_plain_and_compressed(gateway: LiveGateway) -> None:
     assert "# TYPE vllm:num_requests_running gauge" in body
 
 
+@pytest.mark.parametrize("path", ["/v1/models", "/v1/models/{model}", "/metrics"])
+def test_read_only_routes_answer_head(gateway: LiveGateway, path: str) -> None:
+    """HEAD (`curl -I`): the GET's status and headers, no body."""
+    url = gateway.base_url + path.format(model=gateway.model)
+    out = subprocess.run(["curl", "-sS", "-I", url], capture_output=True, text=True, timeout=60)
+    head, _, body = out.stdout.partition("\n\n")  # text mode: CRLF read as LF
+    assert head.startswith("HTTP/1.1 200"), out.stdout
+    assert "content-type:" in head.lower() and body == ""
+
+
 def test_models(gateway: LiveGateway) -> None:
     status, body = curl(gateway.base_url + "/v1/models")
     assert status == 200
