@@ -173,11 +173,27 @@ async def _validation_handler(_: Request, exc: Exception) -> Response:
     return validation_error(exc).response()
 
 
+# OpenAI endpoints a client may try that this gateway does not serve, and what to use
+_NOT_SERVED = {
+    "/v1/responses": "the Responses API is not served here: send the conversation to "
+    "POST /v1/chat/completions (OpenAI SDK: client.chat.completions.create; LangChain: "
+    "ChatOpenAI without use_responses_api)",
+    "/v1/embeddings": "this gateway serves a chat model, which makes no embeddings",
+}
+
+
+def not_found_message(method: str, path: str) -> str:
+    """The 404 message, with what to use instead for an OpenAI endpoint not served here."""
+    base = path.rstrip("/")
+    hint = next((h for p, h in _NOT_SERVED.items() if base == p or base.startswith(p + "/")), "")
+    return f"No route for {method} {path}" + (f"; {hint}." if hint else ".")
+
+
 async def _http_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     status = exc.status_code
     if status == 404:
-        message = f"No route for {request.method} {request.url.path}."
+        message = not_found_message(request.method, request.url.path)
     elif status == 405:
         message = f"Method {request.method} is not allowed on {request.url.path}."
     elif status == 400 and exc.__cause__ is not None:

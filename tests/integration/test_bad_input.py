@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import openai
 import pytest
 
 from tests.integration.conftest import LiveGateway
@@ -120,6 +121,16 @@ def test_unknown_route_is_404(gateway: LiveGateway, path: str) -> None:
     r = httpx.get(gateway.base_url + path)
     assert r.status_code == 404
     assert r.json()["error"]["code"] == "not_found"
+
+
+def test_responses_api_404_says_what_to_use(gateway: LiveGateway) -> None:
+    """The OpenAI SDK's `client.responses.create` gets an OpenAI error that names the
+    chat endpoint instead of a bare 404."""
+    client = openai.OpenAI(base_url=gateway.v1, api_key="EMPTY", max_retries=0)
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.responses.create(model=gateway.model, input="hi")
+    assert caught.value.code == "not_found"
+    assert "/v1/chat/completions" in caught.value.message
 
 
 def test_request_id_is_kept_and_echoed(gateway: LiveGateway) -> None:

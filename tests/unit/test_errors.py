@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field, ValidationError
 
-from app.errors import GatewayError, install_error_handlers, validation_error
+from app.errors import GatewayError, install_error_handlers, not_found_message, validation_error
 from app.schemas.chat import ChatCompletionRequest
 from app.schemas.completions import CompletionRequest
 
@@ -176,3 +176,13 @@ def test_a_union_error_names_the_field_not_its_branches(
     for tag in ("list[", ".str", "TextPart]", "literal["):
         assert tag not in error.message and tag not in str(error.param)
     assert error.message.count(f"{param}:") == 1
+
+
+def test_not_found_names_what_to_use_for_openai_endpoints_not_served() -> None:
+    assert not_found_message("GET", "/v1/nothing") == "No route for GET /v1/nothing."
+    responses = not_found_message("POST", "/v1/responses")
+    assert responses.startswith("No route for POST /v1/responses; the Responses API")
+    assert "/v1/chat/completions" in responses and responses.endswith(".")
+    assert "Responses API" in not_found_message("GET", "/v1/responses/resp_1/input_items")
+    assert "embeddings" in not_found_message("POST", "/v1/embeddings/")
+    assert not_found_message("POST", "/v1/responsesx") == "No route for POST /v1/responsesx."
