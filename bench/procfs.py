@@ -34,3 +34,17 @@ def is_api_worker(proc: Any) -> bool:
 
 def rss_kib(pid: int) -> int | None:
     return read_status_kib(pid, "VmRSS")
+
+
+def pss_kib(pid: int) -> int | None:
+    """Proportional set size: the process's resident pages, each page shared with other
+    processes (libraries, the engine's mapped weights) split among them. Summed over
+    several processes it counts shared memory once, where RSS counts it in each."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None

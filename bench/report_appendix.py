@@ -27,7 +27,10 @@ def appendix(data: dict[str, Any]) -> list[str]:
         "0.25 s, 'under load' the largest while benchmarks ran. With `--api-server-count N` "
         "the HTTP is served by N worker processes: 'HTTP workers' is their number and the "
         "peak of their RSS together, and 'front end' adds it to VmHWM (the figure the memory "
-        "goal compares). 'first chunk' checks one streamed request: "
+        "goal compares). 'front end PSS' is the same processes' proportional set size (a "
+        "page shared with other processes, such as a library's, split among them, so the "
+        "sum counts it once; peak of the sums sampled every 5 s; '–' where not recorded). "
+        "'first chunk' checks one streamed request: "
         "whether the first SSE chunk already carries generated text, and when the first chunk "
         "and the first chunk with text arrived. 'c=1 probe' sends 20 streamed requests one "
         "at a time, with prompts made as `vllm bench serve` makes the first workload's (random "
@@ -39,11 +42,11 @@ def appendix(data: dict[str, Any]) -> list[str]:
     add("")
     add(
         "| server | round | ready s | VmHWM MiB | polled peak MiB | under load MiB | "
-        "HTTP workers (peak MiB) | front end MiB | "
+        "HTTP workers (peak MiB) | front end MiB | front end PSS MiB | "
         "engine procs MiB | ignore_eos | first chunk has text | first chunk / first text ms | "
         "c=1 probe p50: first chunk / first text ms (n) | load before → after |"
     )
-    add("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    add("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for m in memory_rows(data):
         p = m["probe"]
         add(
@@ -52,7 +55,7 @@ def appendix(data: dict[str, Any]) -> list[str]:
             f"{fmt(m['rss_peak_under_load_mib'], '{:.0f}')} | "
             f"{m['api_workers'] or '–'}"
             + (f" ({fmt(m['api_workers_rss_peak_mib'], '{:.0f}')})" if m["api_workers"] else "")
-            + f" | {fmt(m['front_end_mib'], '{:.0f}')} | "
+            + f" | {fmt(m['front_end_mib'], '{:.0f}')} | {fmt(m['front_end_pss_mib'], '{:.0f}')} | "
             f"{fmt(m['engine_children_rss_mib'], '{:.0f}')} | "
             f"{p.get('ignore_eos_honoured', '–')} | {p.get('first_chunk_has_text', '–')} | "
             f"{p.get('first_chunk_ms', '–')} / {p.get('first_text_chunk_ms', '–')} | "

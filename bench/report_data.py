@@ -176,6 +176,7 @@ def memory_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
                 "api_workers": mem.get("api_workers") or 0,
                 "api_workers_rss_peak_mib": mem.get("api_workers_rss_peak_mib"),
                 "front_end_mib": front_end_mib(mem),
+                "front_end_pss_mib": mem.get("front_end_pss_peak_mib"),
                 "loadavg_before": s.get("loadavg_before"),
                 "loadavg_after": s.get("loadavg_after"),
                 "error": s.get("error"),

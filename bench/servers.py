@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from bench.procfs import current_core, is_api_worker, read_status_kib, rss_kib
+from bench.procfs import current_core, is_api_worker, pss_kib, read_status_kib, rss_kib
 
 try:
     import psutil
@@ -46,6 +46,9 @@ class MemoryStats:
     # with --api-server-count N: the N HTTP worker processes together (peak of the sums)
     api_workers_rss_peak_mib: float = 0.0
     api_workers: int = 0
+    # the API-server process and its HTTP workers by PSS (shared pages counted once),
+    # peak of the sums, sampled with the workers (every 20th poll)
+    front_end_pss_peak_mib: float = 0.0
     samples: int = 0
     # which CPU the API-server's main thread was on at each poll (placement matters on
     # small machines where vLLM pins its CPU worker to one core)
@@ -119,6 +122,10 @@ class ServerProcess:
                     rss = sum(k.memory_info().rss for k in workers) / 2**20
                     mem.api_workers = max(mem.api_workers, len(workers))
                     mem.api_workers_rss_peak_mib = max(mem.api_workers_rss_peak_mib, rss)
+                    pss = [pss_kib(p) for p in (pid, *(k.pid for k in workers))]
+                    if None not in pss:
+                        front = sum(k for k in pss if k is not None) / 1024
+                        mem.front_end_pss_peak_mib = max(mem.front_end_pss_peak_mib, front)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -189,6 +196,7 @@ class ServerProcess:
             "engine_children_rss_mib": _round(self.memory.children_rss_mib),
             "api_workers": self.memory.api_workers,
             "api_workers_rss_peak_mib": _round(self.memory.api_workers_rss_peak_mib),
+            "front_end_pss_peak_mib": _round(self.memory.front_end_pss_peak_mib or None),
             "rss_samples": self.memory.samples,
             "api_server_core_samples": dict(sorted(self.memory.core_samples.items())),
         }

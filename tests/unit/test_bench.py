@@ -15,7 +15,7 @@ from bench.client import build_plan, on_end, on_start
 from bench.commands import RUST_FRONTEND_VAR, bench_server, client_argv, scalar_metrics
 from bench.machine import autogroup_nice, favour_client, favoured_client
 from bench.options import build_parser
-from bench.procfs import current_core, read_status_kib, rss_kib
+from bench.procfs import current_core, pss_kib, read_status_kib, rss_kib
 from bench.profiles import profile_from_args
 from bench.sse import first_delta, has_text
 
@@ -200,3 +200,10 @@ def test_sampling_flag_sets_what_the_client_sends() -> None:
     assert _sampling_sent("--sampling", "none") == {}
     with pytest.raises(SystemExit):
         build_parser().parse_args(["--sampling", "min_p=0.1"])
+
+
+def test_pss_counts_shared_pages_once() -> None:
+    own = os.getpid()
+    pss, rss = pss_kib(own), rss_kib(own)
+    assert pss is not None and rss is not None and 0 < pss <= rss
+    assert pss_kib(2**22 + 12345) is None  # no such process

@@ -126,3 +126,40 @@ def test_a_rust_frontend_report_says_so() -> None:
     }  # fmt: skip
     assert "Rust" not in render(data, "hw", [], "x.json")
     assert "Rust** HTTP frontend" in render({**data, "vllm_frontend": "rust"}, "hw", [], "x.json")
+
+
+def _memory_goal(gateway: dict[str, Any], vllm: dict[str, Any]) -> tuple[str, str, bool]:
+    data = {
+        "profile": "gpu",
+        "sessions": [
+            {"server": "gateway", "round": 1, "memory": gateway},
+            {"server": "vllm", "round": 1, "memory": vllm},
+        ],
+        "runs": [],
+    }
+    (goal,) = [c for c in goal_checks(data, []) if c[0].startswith("HTTP front-end")]
+    return goal
+
+
+def test_the_memory_goal_is_judged_on_rss_and_shows_pss_beside_it() -> None:
+    workers = {"vm_hwm_mib": 1000.0, "api_workers": 4, "api_workers_rss_peak_mib": 5500.0}
+    single = {"vm_hwm_mib": 1400.0}
+    assert _memory_goal(workers, single)[1:] == ("6500 vs 1400 MiB", False)
+    goal = _memory_goal(
+        {**workers, "front_end_pss_peak_mib": 2300.0}, {**single, "front_end_pss_peak_mib": 900.0}
+    )
+    assert goal[1:] == ("6500 vs 1400 MiB (by PSS, shared pages counted once: 2300 vs 900)", False)
+
+
+def test_the_sessions_table_has_a_pss_column() -> None:
+    data: dict[str, Any] = {
+        "workloads": ["128x64"], "concurrencies": [8], "model": "m", "profile": "cpu",
+        "sessions": [
+            {"server": "gateway", "round": 1,
+             "memory": {"vm_hwm_mib": 597.6, "front_end_pss_peak_mib": 431.2}},
+            {"server": "vllm", "round": 1, "memory": {"vm_hwm_mib": 618.2}},
+        ],
+        "runs": [],
+    }  # fmt: skip
+    rows = [line for line in render(data, "hw", [], "x.json").splitlines() if "| 1 |" in line]
+    assert "| 598 | 431 |" in rows[0] and "| 618 | – |" in rows[1]
