@@ -136,16 +136,15 @@ def goal_checks(data: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[
                 )
             )
     mem = memory_rows(data)
-    hwm = {
-        s: median([m["front_end_mib"] for m in mem if m["server"] == s and m["front_end_mib"]])
-        for s in ("vllm", "gateway")
-    }
-    pss = {
-        s: median(
-            [m["front_end_pss_mib"] for m in mem if m["server"] == s and m.get("front_end_pss_mib")]
-        )
-        for s in ("vllm", "gateway")
-    }
+
+    def per_server(key: str) -> dict[str, float | None]:
+        """Each server's median of a memory row's figure, over the sessions that have it."""
+        return {
+            s: median([m[key] for m in mem if m["server"] == s and m[key]])
+            for s in ("vllm", "gateway")
+        }
+
+    hwm, pss = per_server("front_end_mib"), per_server("front_end_pss_mib")
     if hwm["vllm"] and hwm["gateway"]:
         shared = ""
         if pss["vllm"] and pss["gateway"]:
