@@ -21,7 +21,7 @@ def _workloads(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _sampling(text: str) -> dict[str, float]:
+def sampling_values(text: str) -> dict[str, float]:
     """`temperature=1,top_p=1,top_k=0`, or `none` for a client that sends no sampling."""
     if text.strip().lower() == "none":
         return {}
@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--sampling",
-        type=_sampling,
+        type=sampling_values,
         default=None,
         help="what the client sends, e.g. temperature=1,top_p=1,top_k=0 (plain sampling, "
         "no top-k/top-p), or none (nothing: each server fills its own defaults); default "

@@ -13,11 +13,15 @@ cache). Per request it records the client's TTFT (first chunk with choices, as `
 serve` times it), the time to the first chunk with text and TPOT, and vLLM's own timings
 of that request, read from the server's `/metrics` before and after it
 (`bench.engine_stats`: TTFT from the request's arrival, queue, prefill, inter-token).
+`--sampling` sets what the client sends, as in `bench.run`. A spec's `GATEWAY_ROOT=DIR`
+word runs that gateway from another checkout (say, the commit before a change: both
+versions side by side); it is not passed on to the server's environment.
 `--system TEXT` sends every prompt a second time to each server behind that system
 message (target `<label>+sys`): the gateway adds an empty one where a request has none,
 so this sets the two servers' prompts to the same tokens.
 Results: --out/summary.json (medians, paired differences against the first target, and
-every sample).
+every sample); with several workloads (`--workload 1024x128,128x128`, one after another on
+the same servers, which on the H200 take minutes to start) one summary-<IN>x<OUT>.json each.
 """
 
 from __future__ import annotations
@@ -35,12 +39,14 @@ from bench import engine_stats
 from bench.commands import RUST_FRONTEND_VAR, bench_server, ensure_model
 from bench.first_text import random_prompts
 from bench.machine import favoured_client
+from bench.options import sampling_values
 from bench.paired_stats import engine_sample, summarize
 from bench.profiles import PROFILES, ROOT
 from bench.servers import ServerProcess, stop_all, stop_all_on_exit
 from bench.sse import StreamTimes, chat_stream
 
 T = TypeVar("T")
+Samples = dict[str, list[dict[str, float] | None]]  # per target, one entry per turn
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,18 @@ class ServerSpec:
         CLI's command line, see bench.commands.server_argv)."""
         return "rust" if dict(self.env).get(RUST_FRONTEND_VAR) == "1" else "python"
 
+    @property
+    def root(self) -> str | None:
+        """The checkout to run this gateway from (`GATEWAY_ROOT=DIR`); None: this one."""
+        return dict(self.env).get(GATEWAY_ROOT)
 
+    @property
+    def process_env(self) -> dict[str, str]:
+        """The server's own environment: the spec's variables but GATEWAY_ROOT."""
+        return {k: v for k, v in self.env if k != GATEWAY_ROOT}
+
+
+GATEWAY_ROOT = "GATEWAY_ROOT"
 _ENV_WORD = re.compile(r"([A-Z_][A-Z0-9_]*)=(.*)", re.DOTALL)
 
 
@@ -146,7 +163,12 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--model", default=None)
     p.add_argument("--preset", default=None)
     p.add_argument("--python", default=sys.executable)
-    p.add_argument("--workload", default="128x64", help="IN x OUT tokens")
+    p.add_argument(
+        "--workload",
+        default="128x64",
+        help="IN x OUT tokens; several, comma-separated, run one after another on the same "
+        "servers (one summary-<IN>x<OUT>.json each)",
+    )
     p.add_argument("--requests", type=int, default=50, help="per server")
     p.add_argument("--warmups", type=int, default=3, help="per server, not counted")
     p.add_argument(
@@ -155,12 +177,23 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--system", default=None, help="also send each prompt behind this system message"
     )
+    p.add_argument(
+        "--sampling",
+        type=sampling_values,
+        default=None,
+        help="what the client sends (as bench.run's --sampling); default the profile's",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=18600, help="first port; +10 per server")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     args.specs = parse_specs(p, args.server)
     return args
+
+
+def summary_path(out: Path, workload: str, several: bool) -> Path:
+    """`summary.json`, or with several workloads one `summary-<IN>x<OUT>.json` each."""
+    return out / (f"summary-{workload}.json" if several else "summary.json")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -173,15 +206,15 @@ def main(argv: list[str] | None = None) -> int:
     share = args.memory_share or (0.8 / len(args.specs) if prof.name == "gpu" else None)
     memory = ["--gpu-memory-utilization", str(round(share, 3))] if share else []
     servers: dict[str, ServerProcess] = {}
-    in_len, out_len = (int(x) for x in args.workload.split("x"))
+    sampling = prof.sampling if args.sampling is None else args.sampling
     goals = targets(args.specs, args.system)
-    samples: dict[str, list[dict[str, float] | None]] = {t.label: [] for t in goals}
-    errors: dict[str, str] = {}
+    workloads = args.workload.split(",")
+    results: dict[str, tuple[dict[str, Any], dict[str, str]]] = {}
 
-    def save() -> dict[str, Any]:
+    def save(workload: str, samples: Samples, errors: dict[str, str]) -> dict[str, Any]:
         summary = summarize(samples) if all(samples.values()) else {}
         result = {
-            "args": {k: v for k, v in vars(args).items() if k != "specs"},
+            "args": {k: v for k, v in vars(args).items() if k != "specs"} | {"workload": workload},
             "servers": {
                 s.label: {"kind": s.kind, "flags": [*s.flags, *memory], "env": dict(s.env)}
                 for s in args.specs
@@ -190,60 +223,68 @@ def main(argv: list[str] | None = None) -> int:
             "errors": errors,
             "samples": samples,
         }
-        (out / "summary.json").write_text(json.dumps(result, indent=1) + "\n")
+        path = summary_path(out, workload, len(workloads) > 1)
+        path.write_text(json.dumps(result, indent=1) + "\n")
         return summary
+
+    def send(target: Target, prompt: str, out_len: int) -> dict[str, float]:
+        messages = [{"role": "user", "content": prompt}]
+        if target.system is not None:
+            messages.insert(0, {"role": "system", "content": target.system})
+        body = {
+            "model": model,
+            "messages": messages,
+            "max_tokens": out_len,
+            "ignore_eos": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            **sampling,
+        }
+        server = servers[target.server]
+        before = engine_stats.snapshot(server.base_url)
+        sample = timed_request(server.port, body)
+        after = engine_stats.snapshot(server.base_url)
+        return sample | engine_sample(engine_stats.timings(before, after))
+
+    def run(workload: str) -> None:
+        in_len, out_len = (int(x) for x in workload.split("x"))
+        samples: Samples = {t.label: [] for t in goals}
+        errors: dict[str, str] = {}
+        prompts = random_prompts(model, in_len, args.requests + args.warmups, args.seed)
+        for i, prompt in enumerate(prompts[: args.warmups]):
+            for target in turn_order(goals, i):
+                send(target, prompt, out_len)
+        for i, prompt in enumerate(prompts[args.warmups :]):
+            for target in turn_order(goals, i):
+                try:
+                    samples[target.label].append(send(target, prompt, out_len))
+                except (OSError, ValueError) as exc:
+                    samples[target.label].append(None)
+                    errors.setdefault(target.label, str(exc)[:300])
+            save(workload, samples, errors)  # after every turn: a cut run keeps what it has
+        results[workload] = (save(workload, samples, errors), errors)
 
     try:
         for n, spec in enumerate(args.specs):  # one at a time: each engine sizes its memory
             server = bench_server(
                 spec.kind, prof, python=args.python, model=model, port=args.port + 10 * n,
                 log_path=out / f"server-{spec.label}.log", extra=[*spec.flags, *memory],
-                frontend=spec.frontend,
+                frontend=spec.frontend, gateway_root=spec.root,
             )  # fmt: skip
-            server.env.update(spec.env)
+            server.env.update(spec.process_env)
             server.start()
             servers[spec.label] = server
             print(f"paired: {spec.label} ready after {server.wait_ready(900):.0f} s", flush=True)
-        prompts = random_prompts(model, in_len, args.requests + args.warmups, args.seed)
-
-        def send(target: Target, prompt: str) -> dict[str, float]:
-            messages = [{"role": "user", "content": prompt}]
-            if target.system is not None:
-                messages.insert(0, {"role": "system", "content": target.system})
-            body = {
-                "model": model,
-                "messages": messages,
-                "max_tokens": out_len,
-                "ignore_eos": True,
-                "stream": True,
-                "stream_options": {"include_usage": True},
-                **prof.sampling,
-            }
-            server = servers[target.server]
-            before = engine_stats.snapshot(server.base_url)
-            sample = timed_request(server.port, body)
-            after = engine_stats.snapshot(server.base_url)
-            return sample | engine_sample(engine_stats.timings(before, after))
-
         with favoured_client():
-            for i, prompt in enumerate(prompts[: args.warmups]):
-                for target in turn_order(goals, i):
-                    send(target, prompt)
-            for i, prompt in enumerate(prompts[args.warmups :]):
-                for target in turn_order(goals, i):
-                    try:
-                        samples[target.label].append(send(target, prompt))
-                    except (OSError, ValueError) as exc:
-                        samples[target.label].append(None)
-                        errors.setdefault(target.label, str(exc)[:300])
-                save()  # after every turn: a run cut short keeps what it measured
+            for workload in workloads:
+                run(workload)
     finally:
         for server in servers.values():
             server.stop()
         stop_all()
-    summary = save()
-    print(json.dumps({"summary": summary, "errors": errors}, indent=1), flush=True)
-    return 0 if summary and not errors else 1
+    print(json.dumps({w: {"summary": s, "errors": e} for w, (s, e) in results.items()}, indent=1))
+    complete = len(results) == len(workloads)
+    return 0 if complete and all(s and not e for s, e in results.values()) else 1
 
 
 if __name__ == "__main__":

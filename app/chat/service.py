@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -235,7 +235,7 @@ def _delta(choice: _Choice, mode: ReasoningMode, text: str, final: bool) -> dict
     return delta
 
 
-async def stream(engine: Engine, job: ChatJob) -> AsyncIterator[bytes]:
+async def stream(engine: Engine, job: ChatJob) -> AsyncGenerator[bytes, None]:
     """SSE frames; always ends with `[DONE]`, with an error frame if the engine fails.
 
     The first frame carries the first generated text (no early empty frame), so time to

@@ -174,7 +174,7 @@ async def complete(engine: Engine, job: CompletionJob) -> dict[str, Any]:
     return wire.completion(job.request_id, job.created, job.model, body, usage)
 
 
-async def stream(engine: Engine, job: CompletionJob) -> AsyncIterator[bytes]:
+async def stream(engine: Engine, job: CompletionJob) -> AsyncGenerator[bytes, None]:
     """SSE frames, one per choice and engine step; always ends with `[DONE]`."""
     choices: dict[int, _Choice] = {}
     pieces = _pieces(engine, job, choices)

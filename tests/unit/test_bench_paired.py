@@ -6,11 +6,20 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.paired import ServerSpec, parse_spec, targets, timed_request, turn_order
+from bench.paired import (
+    ServerSpec,
+    _args,
+    parse_spec,
+    summary_path,
+    targets,
+    timed_request,
+    turn_order,
+)
 from bench.paired_stats import engine_sample, summarize
 from tests.local_http import serving
 
@@ -41,6 +50,28 @@ def test_parse_spec_forms() -> None:
         parse_spec("VLLM_WORKER_MULTIPROC_METHOD=fork gateway")
     with pytest.raises(ValueError):
         parse_spec("")
+
+
+def test_a_spec_can_run_the_gateway_from_another_checkout() -> None:
+    spec = parse_spec("gwold=GATEWAY_ROOT=/tmp/old VLLM_X=1 gateway --api-server-count 4")
+    assert spec.root == "/tmp/old"
+    assert spec.process_env == {"VLLM_X": "1"}  # the root is not the server's variable
+    assert parse_spec("gw=gateway").root is None
+
+
+def test_sampling_sets_what_the_client_sends() -> None:
+    assert _args(["--sampling", "temperature=1,top_p=1,top_k=0"]).sampling == {
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "top_k": 0,
+    }
+    assert _args([]).sampling is None  # the profile's values
+
+
+def test_several_workloads_get_a_summary_each(tmp_path: Path) -> None:
+    assert _args(["--workload", "1024x128,128x128"]).workload.split(",") == ["1024x128", "128x128"]
+    assert summary_path(tmp_path, "128x64", several=False) == tmp_path / "summary.json"
+    assert summary_path(tmp_path, "128x128", several=True) == tmp_path / "summary-128x128.json"
 
 
 def test_turn_order_rotates_so_each_server_leads_equally() -> None:
