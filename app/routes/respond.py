@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import orjson
 from fastapi import Request
 from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 logger = logging.getLogger(__name__)
 
@@ -56,13 +57,30 @@ async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
     raise ClientGone
 
 
-async def started(frames: AsyncGenerator[bytes, None]) -> AsyncIterator[bytes]:
-    """`frames` with its first frame already in the making: when this returns, the first
-    frame's task has run up to its first wait (for a stream, the engine's first output),
-    so the engine request is in."""
+async def streamed(frames: AsyncGenerator[bytes, None]) -> StreamingResponse:
+    """The SSE response for `frames`, its first frame already in the making: when this
+    returns, the first frame's task has run up to its first wait (for a stream, the
+    engine's first output), so the engine request is in."""
     first = asyncio.ensure_future(anext(frames))
     await asyncio.sleep(0)  # one loop turn: the task runs up to its first wait
-    return _after(first, frames)
+    return _PrimedStream(first, frames)
+
+
+class _PrimedStream(StreamingResponse):
+    """A StreamingResponse that settles its first frame's task however the response ends:
+    a client gone before the body was iterated would otherwise leave that task (and its
+    engine request) running for no one."""
+
+    def __init__(self, first: asyncio.Future[bytes], frames: AsyncGenerator[bytes, None]) -> None:
+        super().__init__(_after(first, frames), media_type="text/event-stream", headers=SSE_HEADERS)
+        self.first = first
+        self.frames = frames
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await _settle(self.first, self.frames)
 
 
 async def _after(
@@ -77,10 +95,18 @@ async def _after(
         async for frame in frames:
             yield frame
     finally:
-        if not first.done():
-            first.cancel()  # the client left before the first frame
-            await asyncio.wait({first})
-        await frames.aclose()  # the stream's own cleanup (it aborts an unfinished request)
+        await _settle(first, frames)
+
+
+async def _settle(first: asyncio.Future[bytes], frames: AsyncGenerator[bytes, None]) -> None:
+    """Cancel the first frame's task if it is still waiting (the client left before it),
+    then close the stream, which runs its own cleanup (it aborts an unfinished request)."""
+    if not first.done():
+        first.cancel()
+        await asyncio.wait({first})
+    if not first.cancelled():
+        first.exception()  # seen: a failure there is the stream's to report, not the loop's
+    await frames.aclose()
 
 
 async def respond(
@@ -92,8 +118,7 @@ async def respond(
     complete: Callable[[], Awaitable[dict[str, Any]]],
 ) -> Response:
     if streaming:
-        frames = await started(stream())
-        return StreamingResponse(frames, media_type="text/event-stream", headers=SSE_HEADERS)
+        return await streamed(stream())
     try:
         result = await unless_disconnected(request, complete())
     except ClientGone:

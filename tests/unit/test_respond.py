@@ -1,14 +1,16 @@
-"""`app.routes.respond.started`: a stream's first frame is under way before its response
-is set up, and closing the stream early still runs the stream's own cleanup."""
+"""`app.routes.respond.streamed`: a stream's first frame is under way before its response
+is set up, and however the response ends, the stream's own cleanup runs."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any, cast
 
 import pytest
+from starlette.requests import ClientDisconnect
 
-from app.routes.respond import started
+from app.routes.respond import streamed
 
 
 class Source:
@@ -32,18 +34,23 @@ class Source:
             self.events.append("closed")
 
 
-async def test_the_first_frame_is_under_way_before_started_returns() -> None:
+def body(response: Any) -> AsyncIterator[bytes]:
+    return cast(AsyncIterator[bytes], response.body_iterator)
+
+
+async def test_the_first_frame_is_under_way_before_the_response_exists() -> None:
     source = Source([b"a", b"b"])
-    frames = await started(source.stream())
+    response = await streamed(source.stream())
     assert source.events == ["submitted"]  # in flight, though nothing has iterated yet
+    assert response.media_type == "text/event-stream"
     source.release.set()
-    assert [f async for f in frames] == [b"a", b"b"]
+    assert [f async for f in body(response)] == [b"a", b"b"]
     assert source.events == ["submitted", "closed"]
 
 
 async def test_closing_before_the_first_frame_cancels_the_work() -> None:
     source = Source([b"a"])
-    frames = await started(source.stream())
+    frames = body(await streamed(source.stream()))
     consumer = asyncio.ensure_future(frames.__anext__())
     await asyncio.sleep(0.01)
     consumer.cancel()  # the client left while the engine was still on the first token
@@ -54,10 +61,48 @@ async def test_closing_before_the_first_frame_cancels_the_work() -> None:
 async def test_closing_after_the_first_frame_closes_the_stream() -> None:
     source = Source([b"a", b"b", b"c"])
     source.release.set()
-    frames = await started(source.stream())
+    frames = body(await streamed(source.stream()))
     assert await frames.__anext__() == b"a"
     await frames.aclose()  # type: ignore[attr-defined]
     assert source.events == ["submitted", "closed"]
+
+
+async def test_a_client_gone_at_once_cancels_the_work() -> None:
+    """ASGI 2.3 (uvicorn): `receive` says the client left, and Starlette cancels the body."""
+    source = Source([b"a"])
+    response = await streamed(source.stream())
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"spec_version": "2.3"}}
+    await asyncio.wait_for(response(scope, receive, send), 5)
+    assert source.events == ["submitted", "cancelled", "closed"]
+    assert not [m for m in sent if m.get("body")]  # no frame went out
+
+
+async def test_a_client_gone_before_the_body_is_read_cancels_the_work() -> None:
+    """ASGI 2.4: the headers' send fails (the client left), so the body is never iterated;
+    the response itself settles the first frame's task, which would otherwise keep its
+    engine request running for no one."""
+    source = Source([b"a"])
+    response = await streamed(source.stream())
+
+    async def receive() -> dict[str, Any]:  # pragma: no cover - 2.4 does not listen
+        await asyncio.Event().wait()
+        return {}
+
+    async def send(message: dict[str, Any]) -> None:
+        raise OSError("connection reset")
+
+    scope = {"type": "http", "asgi": {"spec_version": "2.4"}}
+    with pytest.raises(ClientDisconnect):
+        await asyncio.wait_for(response(scope, receive, send), 5)
+    assert source.events == ["submitted", "cancelled", "closed"]
 
 
 async def test_an_empty_stream_ends_at_once() -> None:
@@ -65,8 +110,7 @@ async def test_an_empty_stream_ends_at_once() -> None:
         return
         yield b""  # pragma: no cover
 
-    frames = await started(nothing())
-    assert [f async for f in frames] == []
+    assert [f async for f in body(await streamed(nothing()))] == []
 
 
 async def test_a_failing_first_frame_raises_to_the_consumer() -> None:
@@ -74,6 +118,6 @@ async def test_a_failing_first_frame_raises_to_the_consumer() -> None:
         raise RuntimeError("engine gone")
         yield b""  # pragma: no cover
 
-    frames = await started(failing())
+    frames = body(await streamed(failing()))
     with pytest.raises(RuntimeError, match="engine gone"):
         await frames.__anext__()
