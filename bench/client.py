@@ -34,14 +34,16 @@ def build_plan(
     port: int,
     seed: int,
     results_dir: Path,
+    pinned: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """The client's plan (`[{"tag", "argv"}]`) and an empty run record per tag."""
+    """The client's plan (`[{"tag", "argv"}]`) and an empty run record per tag; `pinned`
+    runs (the engine core on CPUs of its own, `bench.affinity`) are tagged `NAME-pin-...`."""
     plan: list[dict[str, Any]] = []
     runs: dict[str, dict[str, Any]] = {}
     for workload, conc in prof.points():
         prompts = num_prompts(prof, workload, conc)
         warmups = min(conc, prof.warmups_cap)
-        tag = f"{name}-r{rnd}-{workload[0]}x{workload[1]}-c{conc}"
+        tag = f"{name}{'-pin' if pinned else ''}-r{rnd}-{workload[0]}x{workload[1]}-c{conc}"
         if tag in runs:  # the same point twice (`--concurrency 8,8`): keep both
             tag += f"-{sum(t.startswith(tag) for t in runs) + 1}"
         argv = client_argv(
@@ -59,6 +61,8 @@ def build_plan(
             "num_prompts": prompts,
             "num_warmups": warmups,
         }
+        if pinned:
+            runs[tag]["pinned"] = True
     return plan, runs
 
 

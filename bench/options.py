@@ -94,6 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
         "no top-k/top-p), or none (nothing: each server fills its own defaults); default "
         "the profile's (Qwen3's recommended values)",
     )
+    p.add_argument(
+        "--pin-engine-cores",
+        type=int,
+        default=0,
+        help="also run each session's plan with the engine core on this many physical cores "
+        "of its own and the server's other processes on the rest (bench.affinity); those "
+        "runs go to results.json's pinned_runs, left out of reports",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=18431)
     p.add_argument("--python", default=sys.executable, help="interpreter for servers and client")

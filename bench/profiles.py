@@ -115,6 +115,15 @@ def session_order(servers: list[str], rnd: int) -> list[str]:
     return list(servers) if rnd % 2 else list(reversed(servers))
 
 
+def pin_order(cores: int, rnd: int) -> list[bool]:
+    """Per session, whether each pass of the plan runs with the engine core pinned
+    (`--pin-engine-cores`): one pass as placed when `cores` is 0; else both, as placed
+    first in odd rounds and pinned first in even ones."""
+    if cores < 1:
+        return [False]
+    return [False, True] if rnd % 2 else [True, False]
+
+
 def profile_from_args(name: str, args: argparse.Namespace) -> Profile:
     """Profile `name` with the command line's overrides (bench/options.py)."""
     base = PROFILES[name]

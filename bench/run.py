@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.affinity import engine_apart
 from bench.client import build_plan, follow, on_end, on_start
 from bench.commands import (
     bench_server,
@@ -50,6 +51,7 @@ from bench.profiles import (
     ROOT,
     SERVER_NAMES,
     auto_profile,
+    pin_order,
     profile_from_args,
     session_order,
 )
@@ -165,7 +167,14 @@ class Runner:
             record["first_text"] = self.first_text(server, model)
             self.log(f"{name} first-text probe: {record['first_text']}")
             server.set_under_load(True)
-            self.run_plan(server, name, rnd, model)
+            for pinned in pin_order(args.pin_engine_cores, rnd):
+                if not pinned or server.proc is None:
+                    self.run_plan(server, name, rnd, model)
+                    continue
+                with engine_apart(server.proc.pid, args.pin_engine_cores) as placed:
+                    self.data.setdefault("pinning", []).append(placed | {"round": rnd})
+                    self.log(f"{name}: engine core on CPUs {placed['engine_cpus']}: {placed}")
+                    self.run_plan(server, name, rnd, model, pinned=True)
             server.set_under_load(False)
         except ServerError as exc:
             record["error"] = str(exc)
@@ -184,13 +193,19 @@ class Runner:
             self.save()
             self.log(f"stopped {name}: memory {record['memory']}")
 
-    def run_plan(self, server: ServerProcess, name: str, rnd: int, model: str) -> None:
-        """Every (workload, concurrency) against one server, from one client process."""
+    def run_plan(
+        self, server: ServerProcess, name: str, rnd: int, model: str, pinned: bool = False
+    ) -> None:
+        """Every (workload, concurrency) against one server, from one client process;
+        `pinned` runs (see `bench.affinity`) go to `pinned_runs`, which reports leave out."""
         args = self.args
         plan, runs = build_plan(
             self.profile, name, rnd, python=args.python, model=model, port=server.port,
-            seed=args.seed, results_dir=self.results_dir,
+            seed=args.seed, results_dir=self.results_dir, pinned=pinned,
         )  # fmt: skip
+        key = "pinned_runs" if pinned else "runs"
+        self.data.setdefault(key, [])
+        name = f"{name}-pin" if pinned else name
         plan_path = self.results_dir / f"plan-{name}-r{rnd}.json"
         plan_path.write_text(json.dumps(plan, indent=1) + "\n")
         cmd = [args.python, "-m", "bench.vllm_bench", "--plan", str(plan_path)]
@@ -206,7 +221,7 @@ class Runner:
             reader = threading.Thread(target=follow, args=(proc, log, events), daemon=True)
             reader.start()
             try:
-                self._collect(events, runs, server)
+                self._collect(events, runs, server, key)
             finally:
                 if proc.poll() is None:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -218,7 +233,7 @@ class Runner:
             if "metrics" not in run and "error" not in run:
                 run["error"] = "not run (deadline or client failure)"
                 self.data.setdefault("skipped", []).append(tag)
-                self.data["runs"].append(run)
+                self.data[key].append(run)
         self.save()
 
     def _collect(
@@ -226,6 +241,7 @@ class Runner:
         events: queue.Queue[dict[str, Any] | None],
         runs: dict[str, dict[str, Any]],
         server: ServerProcess,
+        key: str = "runs",
     ) -> None:
         prof = self.profile
         # the first event waits for vLLM's import in the client too
@@ -255,10 +271,10 @@ class Runner:
                 run["error"] = "skipped: " + event.get("reason", "")
                 self.log(f"{tag}: skipped ({event.get('reason')})")
                 self.data.setdefault("skipped", []).append(tag)
-                self.data["runs"].append(run)
+                self.data[key].append(run)
             elif event["event"] == "end":
                 self.log(on_end(run, event, server, self.results_dir))
-                self.data["runs"].append(run)
+                self.data[key].append(run)
                 self.save()
                 if not server.alive():
                     self.log(f"{server.name} died during {tag}")
