@@ -1,12 +1,12 @@
 """CPU affinity for one server's processes: its engine core on physical cores of its own.
 
-On the H200 host vLLM's engine core steps at 3.5 ms per decode step at concurrency 64,
-far above what the GPU needs for a 0.6B model: the step is bound by the engine core's
-Python, on one CPU. `bench.run --pin-engine-cores N` asks whether the front end's own
-processes slow that CPU down (a busy HTTP worker on the engine core's hyperthread
-sibling, say): it runs each session's plan twice, once as the OS places the processes and
-once with every thread of the engine core on N physical cores (both hyperthreads of
-each) and every other process of the server on the remaining CPUs.
+On the H200 host vLLM's engine core takes 3.4-4.1 ms per decode step at concurrency 64,
+far more than the GPU needs for a 0.6B model: the step is bound by the engine core's
+Python. `bench.run --pin-engine-cores N` asks whether the front end's own processes slow
+it down by sharing its CPUs: it runs each session's plan twice, once as the OS places the
+processes and once with every thread of the engine core on N physical cores (hyperthread
+siblings included) and every other process of the server on the remaining CPUs. On the
+H200 they did not (docs/benchmarks/profiling.md, "Session 17").
 """
 
 from __future__ import annotations

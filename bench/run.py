@@ -1,12 +1,9 @@
 """`make bench`: the gateway against vLLM's own OpenAI server, same engine, same load.
 
-For each round, each server is started on its own (same model, same engine flags, same
-environment), checked, driven with `vllm bench serve` at every concurrency of every
-workload, and stopped; rounds alternate the order of the servers (vllm, gateway, then
-gateway, vllm, ...: `bench.profiles.session_order`) so that drift of a shared machine
-falls on both. Results are written after every run,
-so an interrupted session keeps what it measured; `bench.report` then turns them into
-`docs/benchmarks/<hardware>.md` with plots.
+Each round starts each server on its own (same model, engine flags and environment),
+checks it, drives it with `vllm bench serve` at every point and stops it; rounds alternate
+the servers' order (`bench.profiles.session_order`) so that a shared machine's drift falls
+on both. Results are written after every run; `bench.report` makes the report.
 
     python -m bench.run                      # CPU default: tiny model, 128 in / 64 out
     python -m bench.run --rounds 3 --concurrency 32,64
