@@ -5,13 +5,13 @@
 #
 #   bash bench/gpu_run.sh                 # on the lent GPU, from the checkout's root
 #
-# Before it: PART_MAX_MIB=50 bash ../shared/gpu/stage.sh here (the checkout's own ~10 MiB
+# Before it: PART_MAX_MIB=44 bash ../shared/gpu/stage.sh here (the checkout's own ~18 MiB
 # count against a call's 64 MiB too), then one device call per part but the last
 # (carry [".gpu/partN"], `mkdir -p /root/stage && cp -r .gpu/partN/. /root/stage/`);
 # this script copies the part it is carried with (any .gpu/part*) itself. Wheels the
 # image lacks travel in .whl/ (`pip download orjson==<lock's> --no-deps --only-binary
 # :all: --platform manylinux2014_x86_64 --python-version 3.12 -d .whl`; py-spy the same
-# way for `bench.profile`, whose binary lands in /tmp/site/bin); the last part (29 MiB)
+# way for `bench.profile`, whose binary lands in /tmp/site/bin); the last part (2.7 MiB)
 # leaves room for both.
 #
 # Knobs (environment): BENCH_BUDGET_S (seconds the whole script may take, default 560),
@@ -22,7 +22,9 @@
 # DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
 # PAIRED_ARGS (run bench.paired with these flags instead of bench.run), COLD_ARGS (run
 # bench.cold_start with these flags instead: fresh servers' first requests), PROFILE_ARGS
-# (run bench.profile once per ';'-separated flag set instead; summaries as profile-N.json), TEST_ARGS
+# (run bench.profile once per ';'-separated flag set instead; summaries as profile-N.json),
+# BENCH_SETS (bench.run once per ';'-separated flag set, e.g. "--gateway-args=--api-server-count=4;
+# --gateway-args=--api-server-count=1" with BENCH_ARGS="--servers gateway ..."), TEST_ARGS
 # (run pytest with these arguments instead: junit.xml and pytest.log; test wheels in
 # .whl/test/, e.g. `pip download pytest-asyncio langchain-openai --only-binary :all:
 # --platform manylinux2014_x86_64 --python-version 3.12 -d .whl/test`).
@@ -160,6 +162,25 @@ if [ -n "${PROFILE_ARGS:-}" ]; then
       --out "$RES/profile-$n" "$@"
     say "bench.profile $n exit $?"
     cp "$RES/profile-$n/summary.json" "$OUT/profile-$n.json" 2>/dev/null || true
+  done
+  exit 0
+fi
+if [ -n "${BENCH_SETS:-}" ]; then
+  # or several bench.run invocations, one per ';'-separated flag set (e.g. one server with
+  # different flags, session by session, in alternating order), each given an equal share
+  # of the time left as it starts, BENCH_ARGS before its own flags; results-N.json in $OUT
+  IFS=';' read -ra SETS <<< "$BENCH_SETS"
+  n=0
+  for flags in "${SETS[@]}"; do
+    n=$((n + 1))
+    LEFT=$(( (BUDGET - $(elapsed) - 25) / (${#SETS[@]} - n + 1) ))
+    say "bench.run $n of ${#SETS[@]} with ${LEFT}s: $flags"
+    eval "set -- $flags"
+    # shellcheck disable=SC2086
+    "$PY" -m bench.run --profile gpu --model "$MODEL_DIR" --results-dir "$RES/set-$n" \
+      --mirror-results "$OUT/results-$n.json" --deadline-s "$LEFT" \
+      --session-estimate-s "${SESSION_ESTIMATE_S:-150}" --no-report ${BENCH_ARGS:-} "$@"
+    say "bench.run $n exit $?"
   done
   exit 0
 fi

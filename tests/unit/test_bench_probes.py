@@ -145,7 +145,7 @@ def _dry_gpu_run(tmp_path: Path, **knobs: str | None) -> list[list[str]]:
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
-    modes = ("TEST_ARGS", "PAIRED_ARGS", "COLD_ARGS", "PROFILE_ARGS", "BENCH_ARGS")
+    modes = ("TEST_ARGS", "PAIRED_ARGS", "COLD_ARGS", "PROFILE_ARGS", "BENCH_ARGS", "BENCH_SETS")
     env = {
         **{name: value for name, value in os.environ.items() if name not in modes},
         "DRY_RUN": "1",
@@ -178,6 +178,29 @@ def test_gpu_run_runs_bench_profile_once_per_flag_set(tmp_path: Path) -> None:
     assert first[first.index("--out") + 1] == str(tmp_path / "res" / "profile-1")
     assert second[second.index("--server") + 1] == "vllm"
     assert "--server-args" not in second
+
+
+def test_gpu_run_runs_bench_run_once_per_flag_set(tmp_path: Path) -> None:
+    """BENCH_SETS: one bench.run per ';'-separated set, in order, BENCH_ARGS before the set's
+    own flags (quoted ones whole); each its own results folder and mirror in $OUT, and an
+    equal share of the time left when it starts (the last one all of it)."""
+    calls = _dry_gpu_run(
+        tmp_path,
+        BENCH_BUDGET_S="425",
+        BENCH_ARGS="--servers gateway --rounds 1",
+        BENCH_SETS="--gateway-args='--api-server-count 4'; --gateway-args='--api-server-count 1'",
+    )
+    runs = [call for call in calls if "bench.run" in call]
+    assert len(runs) == 2
+    for n, (call, workers) in enumerate(zip(runs, "41", strict=True), start=1):
+        assert call[call.index("--results-dir") + 1] == str(tmp_path / "res" / f"set-{n}")
+        mirror = tmp_path / "out" / f"results-{n}.json"
+        assert call[call.index("--mirror-results") + 1] == str(mirror)
+        assert call[call.index("--servers") + 1] == "gateway"
+        assert call.index("--rounds") < call.index(f"--gateway-args=--api-server-count {workers}")
+    first, second = (float(call[call.index("--deadline-s") + 1]) for call in runs)
+    assert 190 <= first <= 200  # (425 - elapsed - 25) / 2
+    assert 380 <= second <= 400  # what is left, all of it
 
 
 def test_gpu_run_runs_bench_cold_start_instead_of_the_ab(tmp_path: Path) -> None:
