@@ -1,0 +1,260 @@
+"""A report of servers under different flags, session by session (say the gateway with
+`--api-server-count` 4, 1 and 2, from `gpu_run.sh`'s BENCH_SETS):
+
+    python -m bench.report_variants call*/*/results.json --hardware gpu-h200-s18-workers
+
+`bench.report` sets `vllm serve` against the gateway; here each server with its own extra
+flags (results.json's `server_args`) is a variant, each session a row, and each variant's
+medians per point are set against the first variant's (`--baseline` names another). Writes
+NAME.md, NAME.json (the rows and medians) and NAME.png (every run's output tokens/s and
+vLLM's inter-token latency, per variant) into --docs-dir."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from bench.profiles import LABELS
+from bench.report_data import fmt, median, ratio
+
+HEADER_KEYS = (
+    "hardware", "started", "finished", "host", "model", "sampling", "engine_args", "env",
+    "server_args", "vllm_frontend", "versions", "commands", "engine_configs",
+)  # fmt: skip
+
+
+def variant_label(data: dict[str, Any], server: str) -> str:
+    """'gateway --api-server-count=2': the server's name and the flags only it was given."""
+    name = LABELS.get(server, server)
+    if server == "vllm" and data.get("vllm_frontend") == "rust":
+        name += " (Rust frontend)"
+    return " ".join([name, *(data.get("server_args") or {}).get(server, [])])
+
+
+def _share(used: float | None, wall: float | None) -> float | None:
+    return used / wall if used is not None and wall else None
+
+
+def session_rows(files: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per session and point, in the order the runs started; pinned runs
+    (`bench.run --pin-engine-cores`) are left out."""
+    rows = []
+    for source, data in files:
+        for session in data.get("sessions", []):
+            runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for run in data.get("runs", []):
+                same = (run["server"], run["round"]) == (session["server"], session["round"])
+                if same and run.get("metrics"):
+                    runs[f"{run['workload']}@{run['concurrency']}"].append(run)
+            for point, point_runs in runs.items():
+                metrics = [r["metrics"] for r in point_runs]
+                itl = [(r.get("engine_timings") or {}).get("inter_token_latency") or {}
+                       for r in point_runs]  # fmt: skip
+                rows.append(
+                    {
+                        "source": source,
+                        "started": min(r.get("started") or "" for r in point_runs),
+                        "variant": variant_label(data, session["server"]),
+                        "point": point,
+                        "ready_after_s": session.get("ready_after_s"),
+                        "output_throughput": [m["output_throughput"] for m in metrics],
+                        "request_throughput": [m["request_throughput"] for m in metrics],
+                        "engine_itl_ms": [i.get("mean_ms") for i in itl],
+                        "median_ttft_ms": median([m["median_ttft_ms"] for m in metrics]),
+                        "median_tpot_ms": median([m["median_tpot_ms"] for m in metrics]),
+                        "front_end_cores": median(
+                            [_share(r.get("api_server_cpu_s"), r.get("wall_s")) for r in point_runs]
+                        ),
+                        "engine_cores": median(
+                            [
+                                _share(r.get("engine_procs_cpu_s"), r.get("wall_s"))
+                                for r in point_runs
+                            ]
+                        ),
+                        "front_end_pss_mib": (session.get("memory") or {}).get(
+                            "front_end_pss_peak_mib"
+                        ),
+                    }
+                )
+    return sorted(rows, key=lambda row: row["started"])
+
+
+def summarize(rows: list[dict[str, Any]], baseline: str | None = None) -> list[dict[str, Any]]:
+    """Per point and variant: every run's medians, and output tokens/s against the
+    baseline variant's (default: the first variant seen at that point)."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[(row["point"], row["variant"])].append(row)
+    out = []
+    for point in dict.fromkeys(row["point"] for row in rows):
+        variants = [v for p, v in groups if p == point]
+        base = baseline if baseline in variants else variants[0]
+        medians = {
+            v: median([x for row in groups[(point, v)] for x in row["output_throughput"]])
+            for v in variants
+        }
+        for variant in variants:
+            group = groups[(point, variant)]
+            tok = [x for row in group for x in row["output_throughput"]]
+            out.append(
+                {
+                    "point": point,
+                    "variant": variant,
+                    "sessions": len(group),
+                    "runs": len(tok),
+                    "output_throughput": medians[variant],
+                    "output_throughput_min": min(tok),
+                    "output_throughput_max": max(tok),
+                    "request_throughput": median(
+                        [x for row in group for x in row["request_throughput"]]
+                    ),
+                    "engine_itl_ms": median([x for row in group for x in row["engine_itl_ms"]]),
+                    "median_tpot_ms": median([row["median_tpot_ms"] for row in group]),
+                    "front_end_pss_mib": median([row["front_end_pss_mib"] for row in group]),
+                    "vs_baseline": ratio(medians[variant], medians[base]),
+                    "baseline": base,
+                }
+            )
+    return out
+
+
+def _k(values: list[float]) -> str:
+    return ", ".join(f"{v / 1000:.1f}k" for v in values)
+
+
+def _ms(values: list[float | None]) -> str:
+    return ", ".join(fmt(v, "{:.2f}") for v in values)
+
+
+def render(
+    rows: list[dict[str, Any]], summary: list[dict[str, Any]], hardware: str,
+    sources: list[str], plot_name: str | None, json_name: str,
+) -> str:  # fmt: skip
+    lines = [
+        f"# {hardware}: one server, different flags",
+        "",
+        f"Generated by `python -m bench.report_variants` from {len(sources)} results files "
+        f"(numbers, and how each file's runs were made: command lines, versions, engine "
+        f"config: [{json_name}]({json_name})):",
+        "",
+        *[f"- `{s}`" for s in sources],
+        "",
+        "## Medians per variant",
+        "",
+        "| point | variant | sessions | runs | out tok/s (min-max) | vs baseline | req/s | "
+        "vLLM's ITL mean (ms) | TPOT p50 (ms) | front-end PSS (MiB) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for s in summary:
+        lines.append(
+            f"| {s['point']} | `{s['variant']}` | {s['sessions']} | {s['runs']} | "
+            f"{fmt(s['output_throughput'], '{:,.0f}')} ({s['output_throughput_min']:,.0f}-"
+            f"{s['output_throughput_max']:,.0f}) | {fmt(s['vs_baseline'], '{:.2f}×')} | "
+            f"{fmt(s['request_throughput'], '{:.2f}')} | {fmt(s['engine_itl_ms'], '{:.2f}')} | "
+            f"{fmt(s['median_tpot_ms'], '{:.2f}')} | {fmt(s['front_end_pss_mib'], '{:,.0f}')} |"
+        )
+    bases = sorted({s["baseline"] for s in summary})
+    lines += ["", f"Baseline: `{'`, `'.join(bases)}`. Medians over every run of a variant.", ""]
+    if plot_name:
+        lines += [f"![runs per variant]({plot_name})", ""]
+    lines += [
+        "## Sessions, in the order they ran",
+        "",
+        "CPU in cores: CPU-seconds over a run's wall time, medians of the session's runs.",
+        "",
+        "| started | source | variant | point | ready (s) | out tok/s per run | vLLM's ITL "
+        "per run (ms) | TTFT p50 | TPOT p50 | front end CPU | engine core CPU | PSS (MiB) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['started'][11:19]} | `{r['source']}` | `{r['variant']}` | {r['point']} | "
+            f"{fmt(r['ready_after_s'], '{:.0f}')} | {_k(r['output_throughput'])} | "
+            f"{_ms(r['engine_itl_ms'])} | {fmt(r['median_ttft_ms'], '{:.0f}')} | "
+            f"{fmt(r['median_tpot_ms'], '{:.2f}')} | {fmt(r['front_end_cores'], '{:.2f}')} | "
+            f"{fmt(r['engine_cores'], '{:.2f}')} | {fmt(r['front_end_pss_mib'], '{:,.0f}')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> bool:
+    """Per point, two panels: each run's output tokens/s and vLLM's ITL per variant (dots,
+    one column of them per session), the variant's median as a bar."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report_variants: matplotlib missing, no plot", file=sys.stderr)
+        return False
+    points = list(dict.fromkeys(r["point"] for r in rows))
+    fig, axes = plt.subplots(len(points), 2, figsize=(10, 3.6 * len(points)), squeeze=False)
+    for (ax_tok, ax_itl), point in zip(axes, points, strict=True):
+        prow = [r for r in rows if r["point"] == point]
+        variants = list(dict.fromkeys(r["variant"] for r in prow))
+        for ax, key, title in (
+            (ax_tok, "output_throughput", "output tok/s"),
+            (ax_itl, "engine_itl_ms", "vLLM's inter-token latency, mean (ms)"),
+        ):
+            for x, variant in enumerate(variants):
+                sessions = [r[key] for r in prow if r["variant"] == variant]
+                values = [v for s in sessions for v in s if v is not None]
+                ax.bar(x, median(values) or 0, width=0.6, alpha=0.25, color=f"C{x}")
+                for j, s in enumerate(sessions):
+                    dx = (j - (len(sessions) - 1) / 2) * 0.12
+                    ax.scatter([x + dx] * len(s), s, s=14, color=f"C{x}")
+            ax.set_xticks(range(len(variants)))
+            ax.set_xticklabels([v.replace(" --", "\n--") for v in variants], fontsize=8)
+            ax.set_title(f"{point}: {title}")
+            ax.grid(alpha=0.3, axis="y")
+    fig.suptitle("bars: medians over runs; dots: runs, one column per session")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True
+
+
+def write_report(
+    paths: list[Path], docs_dir: Path, hardware: str, baseline: str | None = None
+) -> Path:
+    files = [(str(p), json.loads(p.read_text())) for p in paths]
+    rows = session_rows(files)
+    if not rows:
+        raise SystemExit("report_variants: no runs with results in those files")
+    summary = summarize(rows, baseline)
+    docs_dir.mkdir(parents=True, exist_ok=True)
+    json_name = f"{hardware}.json"
+    sources = [f for f, _ in files]
+    # what bench.report's JSON keeps too: how each file's runs were made
+    made = {f: {k: data.get(k) for k in HEADER_KEYS} for f, data in files}
+    doc = {"sources": sources, "files": made, "summary": summary, "sessions": rows}
+    (docs_dir / json_name).write_text(json.dumps(doc, indent=1) + "\n")
+    plot_name = f"{hardware}.png"
+    drawn = plot(rows, docs_dir / plot_name)
+    md = docs_dir / f"{hardware}.md"
+    md.write_text(render(rows, summary, hardware, sources, plot_name if drawn else None, json_name))
+    return md
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.report_variants")
+    p.add_argument("results", nargs="+", type=Path)
+    p.add_argument("--hardware", required=True, help="the report's name, e.g. gpu-h200-s18")
+    p.add_argument("--baseline", default=None, help="variant the others are set against")
+    p.add_argument(
+        "--docs-dir",
+        type=Path,
+        default=Path(__file__).resolve().parent.parent / "docs" / "benchmarks",
+    )
+    args = p.parse_args(argv)
+    print(write_report(list(args.results), args.docs_dir, args.hardware, args.baseline))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
