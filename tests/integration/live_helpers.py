@@ -17,6 +17,12 @@ from tests.integration.conftest import LiveGateway
 
 HI = [{"role": "user", "content": "hi"}]
 
+# A stream that outlasts a SIGTERM drain window (DRAIN_FLAGS): one stream of the tiny model
+# made 450-640 tokens/s on the 2-core box, so 4,000 tokens take 6-9 s against a 2 s drain.
+# 1,900 tokens (3-4 s) against 3 s once finished inside the window on an idle machine.
+OUTLASTING_TOKENS = 4000
+DRAIN_FLAGS = ["--max-model-len", "4096", "--drain-timeout", "2"]  # 4096: the tiny model's limit
+
 
 def post_ok(gateway: LiveGateway, path: str, payload: dict[str, Any]) -> dict[str, Any]:
     """POST `payload` to `/v1<path>`; the 200 response's JSON body."""

@@ -27,7 +27,9 @@ from tests.integration.conftest import (
     stop,
 )
 from tests.integration.live_helpers import (
+    DRAIN_FLAGS,
     HI,
+    OUTLASTING_TOKENS,
     StreamReader,
     engine_cores,
     long_stream,
@@ -156,7 +158,7 @@ def pair(
 
     threads = [
         threading.Thread(target=boot, args=("guarded", [
-            "--api-key", ",".join(KEYS), "--max-pending-requests", "2", "--drain-timeout", "3",
+            "--api-key", ",".join(KEYS), "--max-pending-requests", "2", *DRAIN_FLAGS,
         ])),
         threading.Thread(target=boot, args=("mortal", ["--no-warmup"])),
     ]  # fmt: skip
@@ -223,7 +225,7 @@ def test_admission_control(pair) -> None:  # type: ignore[no-untyped-def]
 def test_sigterm_drains_then_exits_zero(pair) -> None:  # type: ignore[no-untyped-def]
     (proc, guarded), _ = pair
     short_reader = StreamReader(guarded, 20, AUTH)
-    long_reader = StreamReader(guarded, 1900, AUTH)
+    long_reader = StreamReader(guarded, OUTLASTING_TOKENS, AUTH)
     outcomes = {"short": short_reader.frames, "long": long_reader.frames}
     wait_for(lambda: len(outcomes["long"]) >= 1 and len(outcomes["short"]) >= 1, 30)
     proc.send_signal(signal.SIGTERM)

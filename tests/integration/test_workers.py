@@ -21,7 +21,14 @@ from prometheus_client.mmap_dict import MmapedDict
 
 from tests.deploy_files import dashboard_metric_names
 from tests.integration.conftest import LiveGateway, launch_gateway, server_env, start_gateway
-from tests.integration.live_helpers import StreamReader, engine_cores, metric, wait_for
+from tests.integration.live_helpers import (
+    DRAIN_FLAGS,
+    OUTLASTING_TOKENS,
+    StreamReader,
+    engine_cores,
+    metric,
+    wait_for,
+)
 from tests.integration.test_dashboard import exported_series
 
 HI = [{"role": "user", "content": "hi"}]
@@ -38,7 +45,7 @@ def workers(
     env = server_env(test_home)
     env["PROMETHEUS_MULTIPROC_DIR"] = str(prom_dir)  # so the test can see who wrote what
     proc, live = start_gateway(
-        tmp, tiny_model_dir, test_home, ["--api-server-count", "2", "--drain-timeout", "3"], env
+        tmp, tiny_model_dir, test_home, ["--api-server-count", "2", *DRAIN_FLAGS], env
     )
     try:
         yield proc, live, prom_dir
@@ -140,7 +147,7 @@ def test_every_dashboard_series_is_exported_with_workers(workers) -> None:  # ty
 def test_sigterm_drains_every_worker(workers) -> None:  # type: ignore[no-untyped-def]
     proc, live, _ = workers
     family = _family(proc)
-    readers = {"short": StreamReader(live, 20), "long": StreamReader(live, 1900)}
+    readers = {"short": StreamReader(live, 20), "long": StreamReader(live, OUTLASTING_TOKENS)}
     frames = {name: reader.frames for name, reader in readers.items()}
     wait_for(lambda: all(frames.values()), 30)
     proc.send_signal(signal.SIGTERM)
