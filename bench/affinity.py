@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.procfs import is_engine_core
+
 SYS_CPU = Path("/sys/devices/system/cpu")
 
 
@@ -58,13 +60,6 @@ def split_cpus(
     engine = frozenset().union(*groups[-cores:])
     rest = frozenset().union(*groups[:-cores])
     return engine, rest
-
-
-def is_engine_core(proc: Any) -> bool:
-    """vLLM titles its engine core process `VLLM::EngineCore` (setproctitle)."""
-    with contextlib.suppress(Exception):
-        return "EngineCore" in " ".join(proc.cmdline()) or "EngineCor" in proc.name()
-    return False
 
 
 def set_threads(pid: int, cpus: Iterable[int]) -> int:

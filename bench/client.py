@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from bench.commands import client_argv, num_prompts, scalar_metrics
+from bench.procfs import busiest_threads
 from bench.profiles import Profile
 
 Event = dict[str, Any]
@@ -22,6 +23,8 @@ Event = dict[str, Any]
 
 class CpuMeter(Protocol):
     def cpu_seconds(self) -> tuple[float | None, float | None]: ...
+
+    def engine_threads(self) -> dict[str, float]: ...
 
 
 def build_plan(
@@ -94,6 +97,7 @@ def parse_event(line: bytes) -> Event | None:
 def on_start(run: dict[str, Any], event: Event, server: CpuMeter) -> None:
     run["loadavg_before"] = event.get("loadavg")
     run["_cpu0"] = server.cpu_seconds()
+    run["_threads0"] = server.engine_threads()
     run["started"] = (
         dt.datetime.fromtimestamp(event["time"]).astimezone().isoformat(timespec="seconds")
     )
@@ -132,7 +136,11 @@ def on_end(run: dict[str, Any], event: Event, server: CpuMeter, results_dir: Pat
 
 def _cpu_use(run: dict[str, Any], server: CpuMeter) -> None:
     """CPU the front end (API server and HTTP workers) and the engine processes spent on
-    this run, warm-ups included."""
+    this run, warm-ups included; and the engine core's busiest threads (its busy loop,
+    its output thread: how its one interpreter lock is shared)."""
+    threads0, threads1 = run.pop("_threads0", {}), server.engine_threads()
+    if threads1:
+        run["engine_core_threads_cpu_s"] = busiest_threads(threads0, threads1)
     api0, eng0 = run.pop("_cpu0", (None, None))
     api1, eng1 = server.cpu_seconds()
     if api0 is None or api1 is None:

@@ -1,8 +1,10 @@
-"""What /proc says about one process: memory, the CPU it ran on, whether it is an HTTP
-worker."""
+"""What /proc says about one process: memory, the CPU it ran on, its threads' CPU time,
+whether it is an HTTP worker."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from typing import Any
 
 
@@ -32,6 +34,13 @@ def is_api_worker(proc: Any) -> bool:
     return "APIServer" in " ".join(proc.cmdline())
 
 
+def is_engine_core(proc: Any) -> bool:
+    """vLLM titles its engine core process `VLLM::EngineCore` (setproctitle)."""
+    with contextlib.suppress(Exception):
+        return "EngineCore" in " ".join(proc.cmdline()) or "EngineCor" in proc.name()
+    return False
+
+
 def rss_kib(pid: int) -> int | None:
     return read_status_kib(pid, "VmRSS")
 
@@ -48,3 +57,48 @@ def pss_kib(pid: int) -> int | None:
     except (OSError, ValueError):
         return None
     return None
+
+
+def thread_cpu_seconds(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) each thread of `pid` has used so far, keyed 'TID:NAME'
+    (NAME is the thread's comm: Python threads keep the process's title unless renamed)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return {}
+    out = {}
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8", errors="replace") as fh:
+                data = fh.read()
+            name = data[data.index("(") + 1 : data.rindex(")")]
+            fields = data[data.rindex(")") + 1 :].split()  # fields[0] is field 3, state
+            out[f"{tid}:{name}"] = (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return out
+
+
+def busiest_threads(
+    before: dict[str, float], after: dict[str, float], most: int = 6
+) -> list[dict[str, Any]]:
+    """Each thread's CPU seconds between two `thread_cpu_seconds` snapshots, the busiest
+    first (a thread born in between counts from zero); threads that used none left out."""
+    used = sorted(((t, cpu - before.get(t, 0.0)) for t, cpu in after.items()), key=lambda x: -x[1])
+    return [{"thread": t, "cpu_s": round(cpu, 3)} for t, cpu in used[:most] if cpu > 0]
+
+
+def engine_core_threads(root_pid: int | None) -> dict[str, float]:
+    """`thread_cpu_seconds` of the engine core among `root_pid`'s descendants ({} if none):
+    its busy loop, its input and output socket threads and the rest, one by one."""
+    try:
+        import psutil
+
+        kids = psutil.Process(root_pid).children(recursive=True) if root_pid else []
+    except Exception:  # no psutil, or the server is gone
+        return {}
+    for kid in kids:
+        if is_engine_core(kid):
+            return thread_cpu_seconds(kid.pid)
+    return {}

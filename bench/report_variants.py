@@ -39,6 +39,22 @@ def _share(used: float | None, wall: float | None) -> float | None:
     return used / wall if used is not None and wall else None
 
 
+def _busiest_thread_cores(runs: list[dict[str, Any]], most: int = 2) -> list[float | None]:
+    """The engine core's busiest threads (bench.client records them), the k-th busiest's
+    CPU-seconds over the run's wall time, medians over the runs; [] if none recorded."""
+    seen = [r for r in runs if r.get("engine_core_threads_cpu_s") and r.get("wall_s")]
+    if not seen:
+        return []
+    return [
+        median([
+            r["engine_core_threads_cpu_s"][k]["cpu_s"] / r["wall_s"]
+            for r in seen
+            if len(r["engine_core_threads_cpu_s"]) > k
+        ])
+        for k in range(most)
+    ]  # fmt: skip
+
+
 def session_rows(files: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """One row per session and point, in the order the runs started; pinned runs
     (`bench.run --pin-engine-cores`) are left out."""
@@ -78,6 +94,7 @@ def session_rows(files: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]
                         "front_end_pss_mib": (session.get("memory") or {}).get(
                             "front_end_pss_peak_mib"
                         ),
+                        "engine_thread_cores": _busiest_thread_cores(point_runs),
                     }
                 )
     return sorted(rows, key=lambda row: row["started"])
@@ -164,11 +181,13 @@ def render(
     lines += [
         "## Sessions, in the order they ran",
         "",
-        "CPU in cores: CPU-seconds over a run's wall time, medians of the session's runs.",
+        "CPU in cores: CPU-seconds over a run's wall time, medians of the session's runs; "
+        "the engine core's two busiest threads (its busy loop first) where recorded.",
         "",
         "| started | source | variant | point | ready (s) | out tok/s per run | vLLM's ITL "
-        "per run (ms) | TTFT p50 | TPOT p50 | front end CPU | engine core CPU | PSS (MiB) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "per run (ms) | TTFT p50 | TPOT p50 | front end CPU | engine core CPU | its two "
+        "busiest threads | PSS (MiB) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
@@ -176,7 +195,8 @@ def render(
             f"{fmt(r['ready_after_s'], '{:.0f}')} | {_k(r['output_throughput'])} | "
             f"{_ms(r['engine_itl_ms'])} | {fmt(r['median_ttft_ms'], '{:.0f}')} | "
             f"{fmt(r['median_tpot_ms'], '{:.2f}')} | {fmt(r['front_end_cores'], '{:.2f}')} | "
-            f"{fmt(r['engine_cores'], '{:.2f}')} | {fmt(r['front_end_pss_mib'], '{:,.0f}')} |"
+            f"{fmt(r['engine_cores'], '{:.2f}')} | {_ms(r['engine_thread_cores']) or '–'} | "
+            f"{fmt(r['front_end_pss_mib'], '{:,.0f}')} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from bench import procfs
 from bench.procfs import current_core, is_api_worker, pss_kib, read_status_kib, rss_kib
 
 try:
@@ -179,6 +180,10 @@ class ServerProcess:
             return front, engine
         except Exception:
             return None, None
+
+    def engine_threads(self) -> dict[str, float]:
+        """CPU seconds so far of each thread of the engine core process ({} if not found)."""
+        return procfs.engine_core_threads(self.proc.pid if self.proc else None)
 
     def set_under_load(self, value: bool) -> None:
         self._under_load = value

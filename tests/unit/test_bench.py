@@ -99,6 +99,9 @@ class Meter:
     def cpu_seconds(self) -> tuple[float | None, float | None]:
         return self.readings.pop(0)
 
+    def engine_threads(self) -> dict[str, float]:
+        return {}  # no engine core found: nothing recorded
+
 
 def test_on_end_records_metrics_and_front_end_cpu_per_token(tmp_path: Path) -> None:
     tag = "gateway-r1-128x64-c8"
@@ -148,6 +151,9 @@ def test_on_end_records_the_clients_cpu_share(tmp_path: Path) -> None:
     class Meter:
         def cpu_seconds(self) -> tuple[float | None, float | None]:
             return None, None
+
+        def engine_threads(self) -> dict[str, float]:
+            return {}
 
     event = {"tag": "t", "ok": False, "client_cpu_s": 3.0, "client_busy_wall_s": 4.0}
     on_end(run, event, Meter(), tmp_path)

@@ -13,13 +13,13 @@ import pytest
 
 from bench.affinity import (
     engine_apart,
-    is_engine_core,
     parse_cpu_list,
     physical_cores,
     split_cpus,
 )
 from bench.client import build_plan
 from bench.options import build_parser
+from bench.procfs import is_engine_core
 from bench.profiles import pin_order, profile_from_args
 
 

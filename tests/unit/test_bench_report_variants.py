@@ -129,3 +129,23 @@ def test_no_runs_is_an_error(tmp_path: Path) -> None:
     empty.write_text(json.dumps({"sessions": [], "runs": []}))
     with pytest.raises(SystemExit, match="no runs"):
         report_variants.main([str(empty), "--hardware", "h", "--docs-dir", str(tmp_path)])
+
+
+def test_the_engine_cores_busiest_threads_where_recorded(tmp_path: Path) -> None:
+    """Runs of bench.client since session 18 record the engine core's busiest threads: the
+    session row shows the first two as cores (CPU-seconds over wall time, medians)."""
+    data = _results(2, [18000, 17000], [3.3, 3.4], 19)
+    for run, (loop, out) in zip(data["runs"], [(18.0, 4.0), (19.0, 5.0)], strict=True):
+        run["engine_core_threads_cpu_s"] = [
+            {"thread": "7:VLLM::EngineCor", "cpu_s": loop},
+            {"thread": "9:VLLM::EngineCor", "cpu_s": out},
+        ]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    (row,) = report_variants.session_rows([(str(path), data)])
+    assert row["engine_thread_cores"] == pytest.approx([0.925, 0.225])
+    docs = tmp_path / "docs"
+    report_variants.write_report([path], docs, "h")
+    assert "| 0.95 | 0.93, 0.23 | 2,400 |" in (docs / "h.md").read_text()
+    older = _results(4, [15000], [3.9], 18)  # recorded before: a dash, not a zero
+    assert report_variants.session_rows([("old", older)])[0]["engine_thread_cores"] == []

@@ -168,6 +168,9 @@ class _NoMeter:
     def cpu_seconds(self) -> tuple[float | None, float | None]:
         return None, None
 
+    def engine_threads(self) -> dict[str, float]:
+        return {}
+
 
 def test_on_end_keeps_the_clients_engine_timings(tmp_path: Path) -> None:
     tag = "vllm-r1-1024x128-c1"
