@@ -165,6 +165,16 @@ if [ -n "${PROFILE_ARGS:-}" ]; then
   done
   exit 0
 fi
+# bench.run's gpu profile into folder $1, mirrored to $2, deadline $3 s; BENCH_ARGS, then
+# the rest of the arguments, are its flags
+bench_run() {
+  local res=$1 mirror=$2 left=$3
+  shift 3
+  # shellcheck disable=SC2086
+  "$PY" -m bench.run --profile gpu --model "$MODEL_DIR" --results-dir "$res" \
+    --mirror-results "$mirror" --deadline-s "$left" \
+    --session-estimate-s "${SESSION_ESTIMATE_S:-150}" --no-report ${BENCH_ARGS:-} "$@"
+}
 if [ -n "${BENCH_SETS:-}" ]; then
   # or several bench.run invocations, one per ';'-separated flag set (e.g. one server with
   # different flags, session by session, in alternating order), each given an equal share
@@ -176,17 +186,11 @@ if [ -n "${BENCH_SETS:-}" ]; then
     LEFT=$(( (BUDGET - $(elapsed) - 25) / (${#SETS[@]} - n + 1) ))
     say "bench.run $n of ${#SETS[@]} with ${LEFT}s: $flags"
     eval "set -- $flags"
-    # shellcheck disable=SC2086
-    "$PY" -m bench.run --profile gpu --model "$MODEL_DIR" --results-dir "$RES/set-$n" \
-      --mirror-results "$OUT/results-$n.json" --deadline-s "$LEFT" \
-      --session-estimate-s "${SESSION_ESTIMATE_S:-150}" --no-report ${BENCH_ARGS:-} "$@"
+    bench_run "$RES/set-$n" "$OUT/results-$n.json" "$LEFT" "$@"
     say "bench.run $n exit $?"
   done
   exit 0
 fi
 say "bench.run with ${LEFT}s left"
-# shellcheck disable=SC2086
-"$PY" -m bench.run --profile gpu --model "$MODEL_DIR" --results-dir "$RES" \
-  --mirror-results "$OUT/results.json" --deadline-s "$LEFT" --session-estimate-s "${SESSION_ESTIMATE_S:-150}" \
-  --no-report ${BENCH_ARGS:-}
+bench_run "$RES" "$OUT/results.json" "$LEFT"
 say "bench.run exit $?"

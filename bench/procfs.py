@@ -19,12 +19,18 @@ def read_status_kib(pid: int, key: str) -> int | None:
     return None
 
 
+def _stat(path: str) -> tuple[str, list[str]]:
+    """A /proc stat file: the name in its parentheses, and the fields after them (the
+    first of those is field 3, the state). Raises OSError or ValueError."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        data = fh.read()
+    return data[data.index("(") + 1 : data.rindex(")")], data[data.rindex(")") + 1 :].split()
+
+
 def current_core(pid: int) -> int | None:
     """The CPU the process's main thread last ran on (field 39 of /proc/PID/stat)."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return int(fields[36])
+        return int(_stat(f"/proc/{pid}/stat")[1][36])
     except (OSError, ValueError, IndexError):
         return None
 
@@ -70,11 +76,8 @@ def thread_cpu_seconds(pid: int) -> dict[str, float]:
     out = {}
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8", errors="replace") as fh:
-                data = fh.read()
-            name = data[data.index("(") + 1 : data.rindex(")")]
-            fields = data[data.rindex(")") + 1 :].split()  # fields[0] is field 3, state
-            out[f"{tid}:{name}"] = (int(fields[11]) + int(fields[12])) / tick
+            name, fields = _stat(f"/proc/{pid}/task/{tid}/stat")
+            out[f"{tid}:{name}"] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
         except (OSError, ValueError, IndexError):
             continue  # a thread that ended meanwhile
     return out

@@ -100,6 +100,11 @@ def session_rows(files: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]
     return sorted(rows, key=lambda row: row["started"])
 
 
+def _pooled(group: list[dict[str, Any]], key: str) -> list[Any]:
+    """Every run's value of `key` over a group of session rows."""
+    return [x for row in group for x in row[key]]
+
+
 def summarize(rows: list[dict[str, Any]], baseline: str | None = None) -> list[dict[str, Any]]:
     """Per point and variant: every run's medians, and output tokens/s against the
     baseline variant's (default: the first variant seen at that point)."""
@@ -110,29 +115,23 @@ def summarize(rows: list[dict[str, Any]], baseline: str | None = None) -> list[d
     for point in dict.fromkeys(row["point"] for row in rows):
         variants = [v for p, v in groups if p == point]
         base = baseline if baseline in variants else variants[0]
-        medians = {
-            v: median([x for row in groups[(point, v)] for x in row["output_throughput"]])
-            for v in variants
-        }
+        tok = {v: _pooled(groups[(point, v)], "output_throughput") for v in variants}
         for variant in variants:
             group = groups[(point, variant)]
-            tok = [x for row in group for x in row["output_throughput"]]
             out.append(
                 {
                     "point": point,
                     "variant": variant,
                     "sessions": len(group),
-                    "runs": len(tok),
-                    "output_throughput": medians[variant],
-                    "output_throughput_min": min(tok),
-                    "output_throughput_max": max(tok),
-                    "request_throughput": median(
-                        [x for row in group for x in row["request_throughput"]]
-                    ),
-                    "engine_itl_ms": median([x for row in group for x in row["engine_itl_ms"]]),
+                    "runs": len(tok[variant]),
+                    "output_throughput": median(tok[variant]),
+                    "output_throughput_min": min(tok[variant]),
+                    "output_throughput_max": max(tok[variant]),
+                    "request_throughput": median(_pooled(group, "request_throughput")),
+                    "engine_itl_ms": median(_pooled(group, "engine_itl_ms")),
                     "median_tpot_ms": median([row["median_tpot_ms"] for row in group]),
                     "front_end_pss_mib": median([row["front_end_pss_mib"] for row in group]),
-                    "vs_baseline": ratio(medians[variant], medians[base]),
+                    "vs_baseline": ratio(median(tok[variant]), median(tok[base])),
                     "baseline": base,
                 }
             )
