@@ -12,13 +12,14 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from bench.http_calls import post_json
 from bench.machine import loadavg, versions
 from bench.profiles import (
     ROOT,
     Profile,
     hardware_name,
 )
-from bench.servers import ServerProcess, post_json
+from bench.servers import ServerProcess
 from bench.sse import chat_stream, first_delta, has_text
 
 VLLM_FRONTENDS = ("python", "rust")

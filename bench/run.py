@@ -30,19 +30,8 @@ from typing import Any
 
 from bench.affinity import engine_apart
 from bench.client import build_plan, follow, on_end, on_start
-from bench.commands import (
-    bench_server,
-    ensure_model,
-    probe,
-    results_header,
-    server_env,
-)
-from bench.machine import (
-    engine_config_line,
-    favoured_client,
-    loadavg,
-    wait_gpu_released,
-)
+from bench.commands import bench_server, ensure_model, probe, results_header, server_env
+from bench.machine import engine_config_line, favoured_client, loadavg, wait_gpu_released
 from bench.options import build_parser
 from bench.profiles import (
     ROOT,

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import os
 import signal
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from bench import procfs
+from bench.http_calls import get_json, get_status
 from bench.procfs import current_core, is_api_worker, pss_kib, read_status_kib, rss_kib
 
 try:
@@ -140,8 +138,8 @@ class ServerProcess:
                     f"{self.name} exited with {self.proc.returncode if self.proc else '?'} "
                     f"before it was ready; see {self.log_path}"
                 )
-            if _get(self.base_url + "/health", 2.0) == 200:
-                body = _get_json(self.base_url + "/v1/models", 5.0)
+            if get_status(self.base_url + "/health", 2.0) == 200:
+                body = get_json(self.base_url + "/v1/models", 5.0)
                 if body and body.get("data"):
                     self.ready_after_s = time.monotonic() - self.started_at
                     self._check_listener()
@@ -275,29 +273,3 @@ def _on_signal(signum: int, _frame: Any) -> None:
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
-
-
-def _get(url: str, timeout: float) -> int | None:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return int(resp.status)
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
-
-
-def _get_json(url: str, timeout: float) -> dict[str, Any] | None:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
-            data = json.loads(resp.read())
-            return data if isinstance(data, dict) else None
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
-
-
-def post_json(url: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
-    req = urllib.request.Request(
-        url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(req, timeout=timeout) as resp:
-        data = json.loads(resp.read())
-    return data if isinstance(data, dict) else {}
