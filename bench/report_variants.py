@@ -80,6 +80,7 @@ def session_rows(files: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]
                         "output_throughput": [m["output_throughput"] for m in metrics],
                         "request_throughput": [m["request_throughput"] for m in metrics],
                         "engine_itl_ms": [i.get("mean_ms") for i in itl],
+                        "ttft_p50_ms": [m["median_ttft_ms"] for m in metrics],
                         "median_ttft_ms": median([m["median_ttft_ms"] for m in metrics]),
                         "median_tpot_ms": median([m["median_tpot_ms"] for m in metrics]),
                         "front_end_cores": median(
@@ -106,8 +107,9 @@ def _pooled(group: list[dict[str, Any]], key: str) -> list[Any]:
 
 
 def summarize(rows: list[dict[str, Any]], baseline: str | None = None) -> list[dict[str, Any]]:
-    """Per point and variant: every run's medians, and output tokens/s against the
-    baseline variant's (default: the first variant seen at that point)."""
+    """Per point and variant: medians over every run (TTFT: of each run's p50), and
+    output tokens/s against the baseline variant's (default: the first variant seen at
+    that point)."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         groups[(row["point"], row["variant"])].append(row)
@@ -129,6 +131,7 @@ def summarize(rows: list[dict[str, Any]], baseline: str | None = None) -> list[d
                     "output_throughput_max": max(tok[variant]),
                     "request_throughput": median(_pooled(group, "request_throughput")),
                     "engine_itl_ms": median(_pooled(group, "engine_itl_ms")),
+                    "median_ttft_ms": median(_pooled(group, "ttft_p50_ms")),
                     "median_tpot_ms": median([row["median_tpot_ms"] for row in group]),
                     "front_end_pss_mib": median([row["front_end_pss_mib"] for row in group]),
                     "vs_baseline": ratio(median(tok[variant]), median(tok[base])),
@@ -162,8 +165,8 @@ def render(
         "## Medians per variant",
         "",
         "| point | variant | sessions | runs | out tok/s (min-max) | vs baseline | req/s | "
-        "vLLM's ITL mean (ms) | TPOT p50 (ms) | front-end PSS (MiB) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "vLLM's ITL mean (ms) | TTFT p50 (ms) | TPOT p50 (ms) | front-end PSS (MiB) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary:
         lines.append(
@@ -171,7 +174,8 @@ def render(
             f"{fmt(s['output_throughput'], '{:,.0f}')} ({s['output_throughput_min']:,.0f}-"
             f"{s['output_throughput_max']:,.0f}) | {fmt(s['vs_baseline'], '{:.2f}×')} | "
             f"{fmt(s['request_throughput'], '{:.2f}')} | {fmt(s['engine_itl_ms'], '{:.2f}')} | "
-            f"{fmt(s['median_tpot_ms'], '{:.2f}')} | {fmt(s['front_end_pss_mib'], '{:,.0f}')} |"
+            f"{fmt(s['median_ttft_ms'], '{:.0f}')} | {fmt(s['median_tpot_ms'], '{:.2f}')} | "
+            f"{fmt(s['front_end_pss_mib'], '{:,.0f}')} |"
         )
     bases = sorted({s["baseline"] for s in summary})
     lines += ["", f"Baseline: `{'`, `'.join(bases)}`. Medians over every run of a variant.", ""]

@@ -12,6 +12,7 @@ from bench import report_variants
 
 
 def _run(tok: float, itl: float, started: str, **extra: Any) -> dict[str, Any]:
+    ttft = 80.0 if tok >= 16000 else 90.0  # a slow run's first token later too
     return {
         "server": "gateway",
         "round": 1,
@@ -25,7 +26,7 @@ def _run(tok: float, itl: float, started: str, **extra: Any) -> dict[str, Any]:
         "metrics": {
             "output_throughput": tok,
             "request_throughput": tok / 1024,
-            "median_ttft_ms": 80.0,
+            "median_ttft_ms": ttft,
             "median_tpot_ms": itl + 0.1,
         },
         **extra,
@@ -104,6 +105,8 @@ def test_medians_and_ratios_against_the_baseline(files: list[Path]) -> None:
     w4 = by_variant["gateway --api-server-count=4"]
     assert (w4["output_throughput_min"], w4["output_throughput_max"]) == (15000, 17000)
     assert w4["engine_itl_ms"] == pytest.approx(3.7)
+    assert w4["median_ttft_ms"] == pytest.approx(80.0)  # the runs' p50s: 90, 80, 80
+    assert by_variant["gateway --api-server-count=1"]["median_ttft_ms"] == pytest.approx(80.0)
 
 
 def test_cli_writes_page_numbers_and_plot(files: list[Path], tmp_path: Path) -> None:
@@ -115,6 +118,8 @@ def test_cli_writes_page_numbers_and_plot(files: list[Path], tmp_path: Path) -> 
         "| 128x1024@64 | `gateway --api-server-count=1` | 1 | 2 | 17,500 (17,000-18,000) | 1.09× |"
         in page
     )
+    # the four-worker medians: ITL 3.70, TTFT p50 80 (its runs' 90, 80, 80), TPOT 3.80
+    assert "| 15.62 | 3.70 | 80 | 3.80 | 4,800 |" in page
     assert "| 17.0k, 18.0k |" not in page and "18.0k, 17.0k" in page
     assert "![runs per variant](h.png)" in page
     numbers = json.loads((docs / "h.json").read_text())
