@@ -24,7 +24,8 @@
 # bench.cold_start with these flags instead: fresh servers' first requests), PROFILE_ARGS
 # (run bench.profile once per ';'-separated flag set instead; summaries as profile-N.json),
 # BENCH_SETS (bench.run once per ';'-separated flag set, e.g. "--gateway-args=--api-server-count=4;
-# --gateway-args=--api-server-count=1" with BENCH_ARGS="--servers gateway ..."), TEST_ARGS
+# --gateway-args=--api-server-count=1" with BENCH_ARGS="--servers gateway ..."; the first set
+# gets FIRST_SET_EXTRA_S more than an equal share, default 90 on a cold machine), TEST_ARGS
 # (run pytest with these arguments instead: junit.xml and pytest.log; test wheels in
 # .whl/test/, e.g. `pip download pytest-asyncio langchain-openai --only-binary :all:
 # --platform manylinux2014_x86_64 --python-version 3.12 -d .whl/test`).
@@ -179,11 +180,19 @@ if [ -n "${BENCH_SETS:-}" ]; then
   # or several bench.run invocations, one per ';'-separated flag set (e.g. one server with
   # different flags, session by session, in alternating order), each given an equal share
   # of the time left as it starts, BENCH_ARGS before its own flags; results-N.json in $OUT
+  # The first set gets FIRST_SET_EXTRA_S more, taken from the others: by default 90 s when
+  # vLLM's compile cache is absent, since that first start is cold (153 s to ready in session
+  # 19, against 69-78 s warm, and its share ran out before its first result)
   IFS=';' read -ra SETS <<< "$BENCH_SETS"
+  if [ -d "${VLLM_CACHE_ROOT:-$HOME/.cache/vllm}/torch_compile_cache" ]; then cold=0; else cold=90; fi
+  EXTRA=${FIRST_SET_EXTRA_S:-$cold}
   n=0
   for flags in "${SETS[@]}"; do
     n=$((n + 1))
     LEFT=$(( (BUDGET - $(elapsed) - 25) / (${#SETS[@]} - n + 1) ))
+    if [ "$n" = 1 ] && [ "${#SETS[@]}" -gt 1 ]; then
+      LEFT=$(( (BUDGET - $(elapsed) - 25 - EXTRA) / ${#SETS[@]} + EXTRA ))
+    fi
     say "bench.run $n of ${#SETS[@]} with ${LEFT}s: $flags"
     eval "set -- $flags"
     bench_run "$RES/set-$n" "$OUT/results-$n.json" "$LEFT" "$@"

@@ -189,6 +189,7 @@ def test_gpu_run_runs_bench_run_once_per_flag_set(tmp_path: Path) -> None:
         BENCH_BUDGET_S="425",
         BENCH_ARGS="--servers gateway --rounds 1",
         BENCH_SETS="--gateway-args='--api-server-count 4'; --gateway-args='--api-server-count 1'",
+        FIRST_SET_EXTRA_S="0",
     )
     runs = [call for call in calls if "bench.run" in call]
     assert len(runs) == 2
@@ -201,6 +202,25 @@ def test_gpu_run_runs_bench_run_once_per_flag_set(tmp_path: Path) -> None:
     first, second = (float(call[call.index("--deadline-s") + 1]) for call in runs)
     assert 190 <= first <= 200  # (425 - elapsed - 25) / 2
     assert 380 <= second <= 400  # what is left, all of it
+
+
+def test_gpu_run_gives_the_first_set_more_time_on_a_cold_machine(tmp_path: Path) -> None:
+    """Without vLLM's compile cache the first BENCH_SETS set starts cold: it gets 90 s more
+    than an equal share, taken from the others; with the cache, equal shares."""
+    sets = "--gateway-args=--api-server-count=2; --gateway-args=--api-server-count=4; --x"
+    knobs = {"BENCH_BUDGET_S": "325", "BENCH_SETS": sets, "FIRST_SET_EXTRA_S": None}
+
+    def first_deadline(where: Path, cache_root: Path) -> float:
+        where.mkdir()
+        calls = _dry_gpu_run(where, VLLM_CACHE_ROOT=str(cache_root), **knobs)
+        first = next(call for call in calls if "bench.run" in call)
+        return float(first[first.index("--deadline-s") + 1])
+
+    cold = first_deadline(tmp_path / "cold", tmp_path / "empty-cache")
+    assert 150 <= cold <= 160  # (325 - elapsed - 25 - 90) / 3 + 90
+    (tmp_path / "warm-cache" / "torch_compile_cache").mkdir(parents=True)
+    warm = first_deadline(tmp_path / "warm", tmp_path / "warm-cache")
+    assert 90 <= warm <= 100  # (325 - elapsed - 25) / 3
 
 
 def test_gpu_run_runs_bench_cold_start_instead_of_the_ab(tmp_path: Path) -> None:
