@@ -189,10 +189,8 @@ if [ -n "${BENCH_SETS:-}" ]; then
   n=0
   for flags in "${SETS[@]}"; do
     n=$((n + 1))
-    LEFT=$(( (BUDGET - $(elapsed) - 25) / (${#SETS[@]} - n + 1) ))
-    if [ "$n" = 1 ] && [ "${#SETS[@]}" -gt 1 ]; then
-      LEFT=$(( (BUDGET - $(elapsed) - 25 - EXTRA) / ${#SETS[@]} + EXTRA ))
-    fi
+    first=$(( n == 1 ? EXTRA : 0 ))  # a lone set gets all of it either way
+    LEFT=$(( (BUDGET - $(elapsed) - 25 - first) / (${#SETS[@]} - n + 1) + first ))
     say "bench.run $n of ${#SETS[@]} with ${LEFT}s: $flags"
     eval "set -- $flags"
     bench_run "$RES/set-$n" "$OUT/results-$n.json" "$LEFT" "$@"

@@ -68,6 +68,7 @@ def session_rows(files: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]
                     runs[f"{run['workload']}@{run['concurrency']}"].append(run)
             for point, point_runs in runs.items():
                 metrics = [r["metrics"] for r in point_runs]
+                ttft = [m["median_ttft_ms"] for m in metrics]
                 itl = [(r.get("engine_timings") or {}).get("inter_token_latency") or {}
                        for r in point_runs]  # fmt: skip
                 rows.append(
@@ -80,8 +81,8 @@ def session_rows(files: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]
                         "output_throughput": [m["output_throughput"] for m in metrics],
                         "request_throughput": [m["request_throughput"] for m in metrics],
                         "engine_itl_ms": [i.get("mean_ms") for i in itl],
-                        "ttft_p50_ms": [m["median_ttft_ms"] for m in metrics],
-                        "median_ttft_ms": median([m["median_ttft_ms"] for m in metrics]),
+                        "ttft_p50_ms": ttft,
+                        "median_ttft_ms": median(ttft),
                         "median_tpot_ms": median([m["median_tpot_ms"] for m in metrics]),
                         "front_end_cores": median(
                             [_share(r.get("api_server_cpu_s"), r.get("wall_s")) for r in point_runs]

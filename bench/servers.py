@@ -18,9 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from bench import procfs
 from bench.http_calls import get_json, get_status
-from bench.procfs import current_core, is_api_worker, pss_kib, read_status_kib, rss_kib
+from bench.procfs import (
+    current_core,
+    engine_core_threads,
+    is_api_worker,
+    pss_kib,
+    read_status_kib,
+    rss_kib,
+)
 
 try:
     import psutil
@@ -181,7 +187,7 @@ class ServerProcess:
 
     def engine_threads(self) -> dict[str, float]:
         """CPU seconds so far of each thread of the engine core process ({} if not found)."""
-        return procfs.engine_core_threads(self.proc.pid if self.proc else None)
+        return engine_core_threads(self.proc.pid if self.proc else None)
 
     def set_under_load(self, value: bool) -> None:
         self._under_load = value

@@ -23,6 +23,7 @@ from tests.deploy_files import dashboard_metric_names
 from tests.integration.conftest import LiveGateway, launch_gateway, server_env, start_gateway
 from tests.integration.live_helpers import (
     DRAIN_FLAGS,
+    HI,
     OUTLASTING_TOKENS,
     StreamReader,
     engine_cores,
@@ -31,7 +32,6 @@ from tests.integration.live_helpers import (
 )
 from tests.integration.test_dashboard import exported_series
 
-HI = [{"role": "user", "content": "hi"}]
 CHAT = "gateway_requests_total"
 
 
