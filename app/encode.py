@@ -1,9 +1,11 @@
-"""Tokenizing on the serving path: short texts inline, long ones off the event loop."""
+"""Tokenizing on the serving path: long texts in pieces side by side, the longest off the
+event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
@@ -17,31 +19,36 @@ The fast tokenizer releases the GIL while it encodes, so the loop goes on servin
 streams meanwhile: a 1024-token prompt of random ids of the Qwen3-sized test vocabulary
 (3,353 characters) took 3.0 ms to encode on the 2-core CI machine, and with the encode in a
 thread the loop's longest stall fell from 7.3 to 1.1 ms. Shorter prompts stay inline,
-where the thread hop would cost about as much as the encode.
+where the thread hop costs more than it frees: 0.6-0.8 ms there (a 1,630-character text in
+two pieces, 1.1-1.2 ms inline against 1.7-2.0 ms through the thread).
 """
+
+PIECE_CHARS: Final = 400
+"""A text of at least twice this many characters is encoded in pieces of about this size
+(at most `MAX_PIECES`, and no more than the CPUs this process may use), cut where the
+tokenizer allows it (`app.encode_pieces`) and encoded side by side on `tokenizers`' own
+thread pool (`encode_batch`): the same ids, sooner. Medians of 40 texts, HF `encode`
+against pieces: on the 2-core CI machine a 1024-token prompt as the benchmark sends it
+(1,630 characters) 3.1-3.4 ms against 1.1-1.2 ms in two pieces, a 256-token one (405
+characters) 0.67-0.85 against 0.29-0.48 ms; on the H200's 16-core host a 3,279-character
+text 3.3-4.5 ms against 1.1 ms in eight pieces."""
+
+MAX_PIECES: Final = 8
 
 
 async def encode(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = False) -> list[int]:
-    """`tokenizer.encode(text)`, in the encode thread when `text` is long."""
+    """`tokenizer.encode(text)`, in pieces where that is exact and pays, and in the encode
+    thread when `text` is long."""
     if len(text) < OFF_LOOP_CHARS:
-        return tokenizer.encode(text, add_special_tokens=add_special_tokens)
-    call = functools.partial(encode_long, tokenizer, text, add_special_tokens=add_special_tokens)
+        return encode_sync(tokenizer, text, add_special_tokens=add_special_tokens)
+    call = functools.partial(encode_sync, tokenizer, text, add_special_tokens=add_special_tokens)
     return await asyncio.get_running_loop().run_in_executor(_encoder(), call)
 
 
-PIECE_CHARS: Final = 1000
-"""A long text is encoded in pieces of about this many characters, at most `MAX_PIECES`,
-on `tokenizers`' own thread pool (`encode_batch`), where the tokenizer allows it
-(`app.encode_pieces`): the same ids. A 1024-token prompt (3,276 characters, 2,059 tokens
-re-encoded) took 1.1 ms in 2 or 4 pieces against 2.0 ms whole, medians on the 2-core CI
-machine; more cores take more pieces at once."""
-
-MAX_PIECES: Final = 4
-
-
-def encode_long(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = False) -> list[int]:
-    """`tokenizer.encode(text)`, in pieces encoded side by side where that gives the same ids."""
-    count = min(MAX_PIECES, len(text) // PIECE_CHARS)
+def encode_sync(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = False) -> list[int]:
+    """`tokenizer.encode(text)` on this thread, in pieces encoded side by side where that
+    gives the same ids."""
+    count = min(MAX_PIECES, len(text) // PIECE_CHARS, _cpus())
     backend = None if add_special_tokens or count < 2 else backend_for(tokenizer)
     if backend is not None:
         pieces = cut(text, count)
@@ -49,6 +56,15 @@ def encode_long(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = F
             encodings = backend.encode_batch(pieces, add_special_tokens=False)
             return [token for encoding in encodings for token in encoding.ids]
     return tokenizer.encode(text, add_special_tokens=add_special_tokens)
+
+
+@functools.cache
+def _cpus() -> int:
+    """The CPUs this process may run on (its affinity), worked out once."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        return os.cpu_count() or 1
 
 
 _ENCODER: ThreadPoolExecutor | None = None

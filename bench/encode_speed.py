@@ -1,0 +1,100 @@
+"""How long the gateway's prompt encoding takes on this machine: whole against in pieces.
+
+`python -m bench.encode_speed --model DIR [--tokens 1024,256] [--texts 40]` loads the
+model's tokenizer, makes prompts as `vllm bench serve`'s random dataset does (random ids,
+decoded, cut to the token count when re-encoded) and times, per text, the Hugging Face
+tokenizer's `encode` (what the gateway did before) against `app.encode.encode_sync` (what
+it does now) and `encode_batch` over 2, 4 and 8 pieces; it checks that every way gives the
+same ids and prints medians in milliseconds as JSON. Seconds, not minutes: run it on a
+device before a benchmark to see what the host's CPUs make of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+def fitted_prompt(tokenizer: Any, tokens: int, rng: random.Random) -> str:
+    """Random ids decoded, then cut to `tokens` ids when re-encoded and decoded again."""
+    size = len(tokenizer) - 64  # leave the added tokens out, as the benchmark's ids do
+    text = tokenizer.decode([rng.randrange(size) for _ in range(tokens)])
+    ids = tokenizer.encode(text, add_special_tokens=False)[:tokens]
+    decoded: str = tokenizer.decode(ids)
+    return decoded
+
+
+def ways(tokenizer: Any) -> dict[str, Callable[[str], list[int]]]:
+    """The encodings to time, by name; each returns the ids."""
+    from app.encode import encode_sync
+    from app.encode_pieces import cut
+
+    backend = tokenizer.backend_tokenizer
+
+    def pieces(count: int) -> Callable[[str], list[int]]:
+        def run(text: str) -> list[int]:
+            encodings = backend.encode_batch(cut(text, count), add_special_tokens=False)
+            return [token for encoding in encodings for token in encoding.ids]
+
+        return run
+
+    return {
+        "hf_encode": lambda text: list(tokenizer.encode(text, add_special_tokens=False)),
+        "encode_sync": lambda text: encode_sync(tokenizer, text),
+        "pieces_2": pieces(2),
+        "pieces_4": pieces(4),
+        "pieces_8": pieces(8),
+    }
+
+
+def time_ways(
+    named: dict[str, Callable[[str], list[int]]], texts: Sequence[str], repeats: int
+) -> dict[str, list[float]]:
+    """Median milliseconds per way, one median per repeat (ways interleaved per text)."""
+    medians: dict[str, list[float]] = {name: [] for name in named}
+    for text in texts:
+        results = {name: way(text) for name, way in named.items()}
+        if len({tuple(ids) for ids in results.values()}) != 1:
+            raise AssertionError(f"the ways disagree on a text of {len(text)} characters")
+    for _ in range(repeats):
+        samples: dict[str, list[float]] = {name: [] for name in named}
+        for text in texts:
+            for name, way in named.items():
+                start = time.perf_counter()
+                way(text)
+                samples[name].append((time.perf_counter() - start) * 1e3)
+        for name, values in samples.items():
+            medians[name].append(round(statistics.median(values), 3))
+    return medians
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="model directory (its tokenizer)")
+    parser.add_argument("--tokens", default="1024,256", help="prompt lengths in tokens")
+    parser.add_argument("--texts", type=int, default=40, help="prompts per length")
+    parser.add_argument("--repeats", type=int, default=3, help="timed passes over them")
+    args = parser.parse_args(argv)
+
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(args.model)
+    rng = random.Random(0)
+    report: dict[str, Any] = {"cpus": len(os.sched_getaffinity(0)), "lengths": {}}
+    for tokens in (int(value) for value in args.tokens.split(",")):
+        texts = [fitted_prompt(tokenizer, tokens, rng) for _ in range(args.texts)]
+        report["lengths"][tokens] = {
+            "chars_p50": statistics.median(len(text) for text in texts),
+            "ms_p50_per_repeat": time_ways(ways(tokenizer), texts, args.repeats),
+        }
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""bench.encode_speed: prompts fitted as the benchmark makes them, every way checked and timed."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.encode_speed import fitted_prompt, main, time_ways, ways
+
+
+def test_fitted_prompts_re_encode_to_about_their_length(tokenizer: Any) -> None:
+    rng = random.Random(0)
+    for tokens in (64, 300):
+        text = fitted_prompt(tokenizer, tokens, rng)
+        assert abs(len(tokenizer.encode(text, add_special_tokens=False)) - tokens) <= 3
+
+
+def test_every_way_gives_the_same_ids(tokenizer: Any) -> None:
+    rng = random.Random(1)
+    text = fitted_prompt(tokenizer, 1500, rng)
+    results = [way(text) for way in ways(tokenizer).values()]
+    assert all(ids == results[0] for ids in results)
+    assert results[0] == tokenizer.encode(text, add_special_tokens=False)
+
+
+def test_time_ways_refuses_ways_that_disagree() -> None:
+    named = {"one": lambda text: [1], "two": lambda text: [2]}
+    with pytest.raises(AssertionError, match="disagree"):
+        time_ways(named, ["text"], repeats=1)
+    timed = time_ways({"one": lambda text: [1]}, ["a", "b"], repeats=2)
+    assert len(timed["one"]) == 2 and all(value >= 0 for value in timed["one"])
+
+
+def test_main_prints_one_json_report(tiny_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["--model", str(tiny_dir), "--tokens", "200", "--texts", "3", "--repeats", "1"])
+    report = json.loads(capsys.readouterr().out)
+    assert report["cpus"] >= 1
+    timing = report["lengths"]["200"]
+    assert timing["chars_p50"] > 0
+    assert set(timing["ms_p50_per_repeat"]) == {
+        "hf_encode",
+        "encode_sync",
+        "pieces_2",
+        "pieces_4",
+        "pieces_8",
+    }
