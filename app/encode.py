@@ -9,7 +9,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
-from app.encode_pieces import backend_for, cut
+from app.encode_pieces import backend_for, cut, encode_each
 from app.engine import Tokenizer
 
 OFF_LOOP_CHARS: Final = 2000
@@ -53,8 +53,7 @@ def encode_sync(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = F
     if backend is not None:
         pieces = cut(text, count)
         if len(pieces) > 1:
-            encodings = backend.encode_batch(pieces, add_special_tokens=False)
-            return [token for encoding in encodings for token in encoding.ids]
+            return encode_each(backend, pieces)
     return tokenizer.encode(text, add_special_tokens=add_special_tokens)
 
 

@@ -54,10 +54,34 @@ def _checked_backend(tokenizer: Any) -> Any | None:
     if backend is None or not hasattr(backend, "encode_batch"):
         return None
     try:
-        config = json.loads(backend.to_str())
+        config = config_of(backend)
     except Exception:  # pragma: no cover - a backend that can't describe itself
         return None
     return backend if cuttable_config(config) else None
+
+
+def config_of(backend: Any) -> dict[str, Any]:
+    """The parts of a `tokenizers.Tokenizer`'s `tokenizer.json` that `cuttable_config`
+    reads, taken from its components one by one (0.2 ms): `to_str()`, which writes the
+    vocabulary and merges too, took 290 ms for Qwen3's 151,936 ids on the CI machine, and
+    the first long prompt of each process would wait for it."""
+
+    def state(part: Any) -> Any:
+        return None if part is None else json.loads(part.__getstate__())
+
+    model = backend.model
+    added = backend.get_added_tokens_decoder().values()
+    return {
+        "model": {"type": type(model).__name__, "dropout": getattr(model, "dropout", None)},
+        "normalizer": state(backend.normalizer),
+        "pre_tokenizer": state(backend.pre_tokenizer),
+        "truncation": backend.truncation,
+        "padding": backend.padding,
+        "added_tokens": [
+            {"content": token.content, "lstrip": token.lstrip, "rstrip": token.rstrip}
+            for token in added
+        ],
+    }
 
 
 def cuttable_config(config: dict[str, Any]) -> bool:
@@ -130,3 +154,10 @@ def cut(text: str, count: int) -> list[str]:
         start = index
     pieces.append(text[start:])
     return pieces
+
+
+def encode_each(backend: Any, pieces: list[str]) -> list[int]:
+    """The ids of `pieces`, encoded side by side on `tokenizers`' thread pool
+    (`encode_batch`), one piece's after the other's."""
+    encodings = backend.encode_batch(pieces, add_special_tokens=False)
+    return [token for encoding in encodings for token in encoding.ids]

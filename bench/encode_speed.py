@@ -1,12 +1,13 @@
 """How long the gateway's prompt encoding takes on this machine: whole against in pieces.
 
 `python -m bench.encode_speed --model DIR [--tokens 1024,256] [--texts 40]` loads the
-model's tokenizer, makes prompts as `vllm bench serve`'s random dataset does (random ids,
-decoded, cut to the token count when re-encoded) and times, per text, the Hugging Face
-tokenizer's `encode` (what the gateway did before) against `app.encode.encode_sync` (what
-it does now) and `encode_batch` over 2, 4 and 8 pieces; it checks that every way gives the
-same ids and prints medians in milliseconds as JSON. Seconds, not minutes: run it on a
-device before a benchmark to see what the host's CPUs make of it.
+model's tokenizer, makes prompts as `vllm bench serve`'s random dataset does
+(`bench.first_text`: random ids, decoded, fitted to the token count when re-encoded) and
+times, per text, the Hugging Face tokenizer's `encode` (what the gateway did before)
+against `app.encode.encode_sync` (what it does now) and `encode_batch` over 2, 4 and 8
+pieces; it checks that every way gives the same ids and prints medians in milliseconds as
+JSON. Seconds, not minutes: run it on a device before a benchmark to see what the host's
+CPUs make of it.
 """
 
 from __future__ import annotations
@@ -20,29 +21,18 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-
-def fitted_prompt(tokenizer: Any, tokens: int, rng: random.Random) -> str:
-    """Random ids decoded, then cut to `tokens` ids when re-encoded and decoded again."""
-    size = len(tokenizer) - 64  # leave the added tokens out, as the benchmark's ids do
-    text = tokenizer.decode([rng.randrange(size) for _ in range(tokens)])
-    ids = tokenizer.encode(text, add_special_tokens=False)[:tokens]
-    decoded: str = tokenizer.decode(ids)
-    return decoded
+from bench.first_text import prompts_from
 
 
 def ways(tokenizer: Any) -> dict[str, Callable[[str], list[int]]]:
     """The encodings to time, by name; each returns the ids."""
     from app.encode import encode_sync
-    from app.encode_pieces import cut
+    from app.encode_pieces import cut, encode_each
 
     backend = tokenizer.backend_tokenizer
 
     def pieces(count: int) -> Callable[[str], list[int]]:
-        def run(text: str) -> list[int]:
-            encodings = backend.encode_batch(cut(text, count), add_special_tokens=False)
-            return [token for encoding in encodings for token in encoding.ids]
-
-        return run
+        return lambda text: encode_each(backend, cut(text, count))
 
     return {
         "hf_encode": lambda text: list(tokenizer.encode(text, add_special_tokens=False)),
@@ -88,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     rng = random.Random(0)
     report: dict[str, Any] = {"cpus": len(os.sched_getaffinity(0)), "lengths": {}}
     for tokens in (int(value) for value in args.tokens.split(",")):
-        texts = [fitted_prompt(tokenizer, tokens, rng) for _ in range(args.texts)]
+        texts = prompts_from(tokenizer, tokens, args.texts, rng)
         report["lengths"][tokens] = {
             "chars_p50": statistics.median(len(text) for text in texts),
             "ms_p50_per_repeat": time_ways(ways(tokenizer), texts, args.repeats),

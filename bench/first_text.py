@@ -23,7 +23,11 @@ def random_prompts(tokenizer_path: str, input_len: int, count: int, seed: int) -
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_path)
-    rng = random.Random(seed)
+    return prompts_from(tokenizer, input_len, count, random.Random(seed))
+
+
+def prompts_from(tokenizer: Any, input_len: int, count: int, rng: random.Random) -> list[str]:
+    """`random_prompts` with a loaded tokenizer and a random generator of the caller's."""
     special = set(tokenizer.all_special_ids)
     allowed = [i for i in range(int(tokenizer.vocab_size)) if i not in special]
     return [

@@ -9,19 +9,13 @@ from typing import Any
 
 import pytest
 
-from bench.encode_speed import fitted_prompt, main, time_ways, ways
-
-
-def test_fitted_prompts_re_encode_to_about_their_length(tokenizer: Any) -> None:
-    rng = random.Random(0)
-    for tokens in (64, 300):
-        text = fitted_prompt(tokenizer, tokens, rng)
-        assert abs(len(tokenizer.encode(text, add_special_tokens=False)) - tokens) <= 3
+from bench.encode_speed import main, time_ways, ways
+from bench.first_text import prompts_from
 
 
 def test_every_way_gives_the_same_ids(tokenizer: Any) -> None:
     rng = random.Random(1)
-    text = fitted_prompt(tokenizer, 1500, rng)
+    (text,) = prompts_from(tokenizer, 1500, 1, rng)
     results = [way(text) for way in ways(tokenizer).values()]
     assert all(ids == results[0] for ids in results)
     assert results[0] == tokenizer.encode(text, add_special_tokens=False)

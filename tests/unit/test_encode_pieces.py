@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 
 import app.encode as encode_module
 from app.encode import MAX_PIECES, OFF_LOOP_CHARS, PIECE_CHARS, encode, encode_sync
-from app.encode_pieces import QWEN2_SPLIT, backend_for, can_cut_at, cut, cuttable_config
+from app.encode_pieces import (
+    QWEN2_SPLIT,
+    backend_for,
+    can_cut_at,
+    config_of,
+    cut,
+    cuttable_config,
+)
 from app.tiny_tokenizer import build_tokenizer
 
 
@@ -171,6 +178,25 @@ def test_any_other_config_is_not_cut(path: tuple[Any, ...], value: Any) -> None:
     assert not cuttable_config(_changed(_config(_qwen_style()), path, value))
 
 
+def test_the_components_give_the_answer_of_the_whole_document() -> None:
+    """`config_of` reads the live tokenizer's parts; `tokenizer.json` as a whole agrees."""
+    from tokenizers import AddedToken, normalizers, pre_tokenizers
+
+    variants = [_gpt2_style(), _qwen_style()]
+    prefixed = build_tokenizer("tiny")
+    prefixed.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+    lowered = _qwen_style().__class__.from_str(_qwen_style().to_str())
+    lowered.normalizer = normalizers.Lowercase()
+    stripping = build_tokenizer("tiny")
+    stripping.add_tokens([AddedToken("<mask>", lstrip=True)])
+    truncating = build_tokenizer("tiny")
+    truncating.enable_truncation(16)
+    variants += [prefixed, lowered, stripping, truncating]
+    answers = [cuttable_config(config_of(tokenizer)) for tokenizer in variants]
+    assert answers == [cuttable_config(_config(tokenizer)) for tokenizer in variants]
+    assert answers == [True, True, False, False, False, False]
+
+
 def test_gpt2_byte_level_needs_its_regex_and_no_prefix_space() -> None:
     base = _config(_gpt2_style())
     assert not cuttable_config(_changed(base, ("pre_tokenizer", "add_prefix_space"), True))
@@ -191,9 +217,8 @@ class _Counting:
         self.backend = backend
         self.batches: list[int] = []
 
-    def to_str(self) -> str:
-        text: str = self.backend.to_str()
-        return text
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
 
     def encode_batch(self, texts: list[str], add_special_tokens: bool) -> Any:
         self.batches.append(len(texts))
@@ -240,9 +265,8 @@ class _Recording:
         self.backend_tokenizer = self
         self.calls: list[tuple[int, str]] = []
 
-    def to_str(self) -> str:
-        text: str = self.tokenizer.backend_tokenizer.to_str()
-        return text
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.tokenizer.backend_tokenizer, name)
 
     def encode_batch(self, texts: list[str], add_special_tokens: bool) -> Any:
         import threading
