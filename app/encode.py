@@ -31,7 +31,8 @@ thread pool (`encode_batch`): the same ids, sooner. Medians of 40 texts, HF `enc
 against pieces: on the 2-core CI machine a 1024-token prompt as the benchmark sends it
 (1,630 characters) 3.1-3.4 ms against 1.1-1.2 ms in two pieces, a 256-token one (405
 characters) 0.67-0.85 against 0.29-0.48 ms; on the H200's 16-core host a 3,279-character
-text 3.3-4.5 ms against 1.1 ms in eight pieces."""
+text 3.3-4.5 ms against 1.1 ms in eight pieces, the benchmark's 1,620-character prompt
+2.7-3.1 ms against 1.15-1.24 ms in four (`bench.encode_speed`, session 21)."""
 
 MAX_PIECES: Final = 8
 
