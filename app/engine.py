@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from app.text_stream import Detokenizer, own_detokenizer
 from app.token_bytes import TokenBytes
 
 if TYPE_CHECKING:
@@ -62,6 +63,11 @@ class Engine:
     def token_bytes(self) -> TokenBytes:
         """Each token id's raw bytes (logprobs report them), read once per id."""
         return TokenBytes(self.tokenizer)
+
+    @functools.cached_property
+    def detokenizer(self) -> Detokenizer | None:
+        """The gateway's own detokenizer, where it gives vLLM's text (`app.text_stream`)."""
+        return own_detokenizer(self.tokenizer, self.token_bytes)
 
     def generate(
         self,

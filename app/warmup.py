@@ -70,7 +70,11 @@ async def _warm_up(gateway: Gateway, batches: tuple[int, ...]) -> float:
     prompt = await render_prompt(
         gateway.engine.tokenizer, normalized.request, normalized.template_kwargs
     )
-    params = build_sampling_params(normalized.request, MAX_TOKENS, stream=True)
+    # the gateway's own detokenizer is checked against the tokenizer's once (~6 ms)
+    detokenize = gateway.engine.detokenizer is None
+    params = build_sampling_params(
+        normalized.request, MAX_TOKENS, stream=True, detokenize=detokenize
+    )
     for size in batches:
         await asyncio.gather(*(_generate(gateway, prompt.token_ids, params) for _ in range(size)))
     elapsed = time.perf_counter() - started

@@ -88,6 +88,8 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
         prompt = open_think_block(engine.tokenizer, prompt)
     max_tokens = completion_budget(request, len(prompt.token_ids), engine.info.max_model_len)
     vocab = vocab_size(engine.tokenizer)
+    budget = request.max_reasoning_tokens
+    reasoning_budget = budget if normalized.thinking else None
     params = build_sampling_params(
         request,
         max_tokens,
@@ -95,6 +97,8 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
         constraint=None if think_first else constraint,
         stop_at=THINK_CLOSE if think_first else None,
         vocab=vocab,
+        # one engine request whose text the service reads as it comes: decoded here
+        detokenize=think_first or reasoning_budget is not None or engine.detokenizer is None,
     )
     answer_params = None
     if think_first:
@@ -109,7 +113,6 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
     inline = request.reasoning_in_content
     if inline is None:
         inline = gateway.settings.reasoning_in_content
-    budget = request.max_reasoning_tokens
     if budget is not None and request.n > 1:
         raise GatewayError(
             "max_reasoning_tokens works with n=1; send one request per choice.",
@@ -132,7 +135,7 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
         include_usage=include_usage(request.stream_options),
         continuous_usage=continuous_usage(request.stream_options),
         reasoning=mode,
-        reasoning_budget=budget if normalized.thinking else None,
+        reasoning_budget=reasoning_budget,
         tool_calls=tools.parse,
         answer_params=answer_params,
         active=gateway.lifecycle.active,

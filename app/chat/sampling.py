@@ -127,11 +127,14 @@ def build_sampling_params(
     constraint: Constraint | None = None,
     stop_at: str | None = None,
     vocab: int | None = None,
+    detokenize: bool = True,
 ) -> SamplingParams:
     """SamplingParams for the request; streaming asks the engine for deltas only.
 
     `stop_at` adds a stop string (the reasoning phase of a constrained answer ends at
-    `</think>`; see `app.chat.budget`).
+    `</think>`; see `app.chat.budget`). `detokenize=False`: the engine returns token ids
+    only, for the gateway to decode (`app.text_stream`), where the request has no stop
+    strings, no logprobs and skips special tokens; otherwise vLLM detokenizes.
     """
     from vllm.sampling_params import RequestOutputKind
 
@@ -157,6 +160,8 @@ def build_sampling_params(
         "skip_special_tokens": request.skip_special_tokens,
         "output_kind": RequestOutputKind.DELTA if stream else RequestOutputKind.FINAL_ONLY,
     }
+    if not (detokenize or stop or logprobs is not None or not request.skip_special_tokens):
+        kwargs["detokenize"] = False  # the gateway decodes: vLLM's text needs nothing more
     bias = token_bias(request.logit_bias, vocab)
     if bias:
         kwargs["logit_bias"] = bias

@@ -16,6 +16,7 @@ from app.engine import Engine
 from app.errors import GatewayError
 from app.greedy_n import fan_out
 from app.reasoning import ReasoningStream, split_reasoning
+from app.text_stream import SequenceTexts
 from app.token_bytes import TokenTexts
 from app.tool_calls import ToolCall, ToolCallDelta, ToolCallStream, parse_tool_calls
 
@@ -116,17 +117,27 @@ async def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
             job.answer_params,
             job.arrival_time,
         )
+    texts = _own_texts(engine, job) if plain else None
     try:
         async for step in source:
             outputs = step.outputs if plain else step
             for out in outputs:
                 if out.finish_reason == "abort":
                     raise ABORTED
+                if texts is not None:
+                    out.text = texts.text(out)
             yield fan_out(outputs, job.copies)
     finally:
         if job.active is not None:
             job.active.pop(job.request_id, None)
         await source.aclose()
+
+
+def _own_texts(engine: Engine, job: ChatJob) -> SequenceTexts | None:
+    """The gateway's own decoding, where the engine returns token ids only."""
+    if getattr(job.params, "detokenize", True) or engine.detokenizer is None:
+        return None
+    return SequenceTexts(engine.detokenizer, bool(job.params.include_stop_str_in_output))
 
 
 class _Choice:

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from app.chat.normalize import Defaults
+from app.text_stream import own_detokenizer
+from app.token_bytes import TokenBytes
 from app.warmup import BATCHES, MAX_TOKENS, warm_up
 
 
@@ -28,6 +30,10 @@ class RecordingEngine:
     prompts: list[list[int]] = field(default_factory=list)
     in_flight: int = 0
     peaks: list[int] = field(default_factory=list)
+
+    @property
+    def detokenizer(self) -> Any:
+        return own_detokenizer(self.tokenizer, TokenBytes(self.tokenizer))
 
     async def generate(
         self, prompt: list[int], params: Any, request_id: str, arrival_time: float | None = None
@@ -68,6 +74,7 @@ async def test_warm_up_samples_like_a_request_without_options(tokenizer: Any) ->
     assert params.max_tokens == MAX_TOKENS
     assert params.top_k == 20
     assert 0 < params.top_p < 1.0
+    assert params.detokenize is False  # the gateway decodes, as for such a request
     text = tokenizer.decode(engine.prompts[0])
     assert "Hello" in text and "<|im_start|>assistant" in text
 
