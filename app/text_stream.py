@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from app.token_bytes import TokenBytes, bytes_to_unicode, is_byte_level
@@ -37,39 +37,50 @@ class TextStream:
     """One sequence's text, token by token (vLLM's `FastIncrementalDetokenizer` with
     `skip_special_tokens`)."""
 
-    __slots__ = ("_bytes", "_pending", "_skipped")
+    __slots__ = ("_detokenizer", "_pending")
 
-    def __init__(self, token_bytes: TokenBytes, skipped: frozenset[int]) -> None:
-        self._bytes = token_bytes
-        self._skipped = skipped
+    def __init__(self, detokenizer: Detokenizer) -> None:
+        self._detokenizer = detokenizer
         self._pending = b""  # bytes whose text ends in U+FFFD so far: held back
 
     def push(self, token_ids: Sequence[int], *, stopped: bool = False) -> str:
         """The text `token_ids` add; `stopped`: the last of them stopped the sequence
         (an EOS or stop token id), and adds nothing."""
-        ids = token_ids[:-1] if stopped else token_ids
-        out: list[str] = []
-        for token_id in ids:
-            if token_id in self._skipped:
+        if stopped:
+            token_ids = token_ids[:-1]
+        known = self._detokenizer.known
+        skipped = self._detokenizer.skipped
+        out = ""
+        for token_id in token_ids:
+            if token_id in skipped:
                 continue
-            raw = self._bytes(token_id)
-            self._pending += raw.encode("utf-8") if isinstance(raw, str) else raw
+            raw = known.get(token_id)
+            if raw is None:
+                raw = self._detokenizer.read(token_id)
+            self._pending += raw
             text = self._pending.decode("utf-8", "replace")
             if not text.endswith(REPLACEMENT):
-                out.append(text)
+                out += text
                 self._pending = b""
-        return "".join(out)
+        return out
 
 
 @dataclass(frozen=True)
 class Detokenizer:
-    """Makes a `TextStream` per sequence for one tokenizer."""
+    """Makes a `TextStream` per sequence for one tokenizer; keeps each token's bytes once
+    read."""
 
     token_bytes: TokenBytes
     skipped: frozenset[int]  # the special tokens, skipped as `skip_special_tokens` does
+    known: dict[int, bytes] = field(default_factory=dict)
 
     def stream(self) -> TextStream:
-        return TextStream(self.token_bytes, self.skipped)
+        return TextStream(self)
+
+    def read(self, token_id: int) -> bytes:
+        raw = self.token_bytes(token_id)
+        found = self.known[token_id] = raw.encode("utf-8") if isinstance(raw, str) else raw
+        return found
 
 
 class SequenceTexts:
