@@ -108,8 +108,7 @@ def special_ids(tokenizer: Any) -> frozenset[int]:
 
 def own_detokenizer(tokenizer: Any, token_bytes: TokenBytes) -> Detokenizer | None:
     """A `Detokenizer` when it gives this tokenizer's `DecodeStream` text step for step on
-    a fixed sample (every added token, the 128 bytes of unfinished characters, random
-    ids); None otherwise (vLLM keeps detokenizing)."""
+    a fixed sample (`check_ids`); None otherwise (vLLM keeps detokenizing)."""
     if not is_byte_level(tokenizer):
         return None
     detokenizer = Detokenizer(token_bytes, special_ids(tokenizer))
@@ -135,8 +134,9 @@ def matches_decode_stream(tokenizer: Any, detokenizer: Detokenizer) -> bool:
 
 
 def check_ids(tokenizer: Any) -> list[list[int]]:
-    """Token sequences that try the rules: every added token after the first byte of an
-    unfinished character, then random ids, two in five of them such a byte."""
+    """Token sequences that try the rules: every added token, each after a random id,
+    then random sequences; two in five random ids are a lone byte of 0x80-0xFF (part of a
+    character that other tokens finish, or bytes that can't be UTF-8)."""
     added = sorted(getattr(tokenizer, "added_tokens_decoder", None) or {})
     high = [tokenizer.convert_tokens_to_ids(bytes_to_unicode()[b]) for b in range(0x80, 0x100)]
     high = [i for i in high if isinstance(i, int) and i >= 0]

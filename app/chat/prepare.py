@@ -97,7 +97,8 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
         constraint=None if think_first else constraint,
         stop_at=THINK_CLOSE if think_first else None,
         vocab=vocab,
-        # one engine request whose text the service reads as it comes: decoded here
+        # the gateway decodes a plain request's tokens (app.text_stream); a budgeted or
+        # two-phase one keeps vLLM's text, which app.chat.budget reads as it comes
         detokenize=think_first or reasoning_budget is not None or engine.detokenizer is None,
     )
     answer_params = None
