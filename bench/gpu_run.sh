@@ -20,6 +20,8 @@
 # session cut before its first run measures nothing), MODEL_DIR, RES_DIR (bench.run's results;
 # default a fresh /tmp/bench-res-<time>-<pid> per call), SKIP_INSTALL=1,
 # DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
+# SPEED=1 (first time the gateway's prompt encoding and output decoding on the host's CPUs:
+# bench.encode_speed and bench.decode_speed, one JSON line each in speed.json),
 # PAIRED_ARGS (run bench.paired with these flags instead of bench.run), COLD_ARGS (run
 # bench.cold_start with these flags instead: fresh servers' first requests), PROFILE_ARGS
 # (run bench.profile once per ';'-separated flag set instead; summaries as profile-N.json),
@@ -43,7 +45,11 @@ elapsed() { echo $(( $(date +%s) - T0 )); }
 say() { echo "== [$(elapsed)s] $*"; }
 
 pack() {
-  # at most 8 files come back: results.json, gpu_run.log, logs.tar.gz, env.txt
+  # at most 8 files come back: results.json, gpu_run.log, logs.tar.gz, env.txt (bench.paired:
+  # its summaries, its servers' logs packed as paired-logs.tar.gz; SPEED=1: speed.json)
+  if ls "$OUT"/paired/server-*.log >/dev/null 2>&1; then
+    (cd "$OUT/paired" && tar -czf "$OUT/paired-logs.tar.gz" server-*.log && rm -f server-*.log)
+  fi
   if [ -d "$RES" ]; then
     tar -czf "$OUT/logs.tar.gz" -C "$RES" . 2>/dev/null || true
     [ -f "$RES/results.json" ] && cp "$RES/results.json" "$OUT/results.json"
@@ -126,6 +132,17 @@ fi
 if [ ! -f "$MODEL_DIR/config.json" ]; then
   say "tiny-model --preset qwen3-0.6b -> $MODEL_DIR"
   "$PY" -m app tiny-model "$MODEL_DIR" --preset qwen3-0.6b || { say "model failed"; exit 6; }
+fi
+
+# 3b. SPEED=1: what the host's CPUs make of the gateway's tokenizer work (seconds): prompt
+# encoding (bench.encode_speed) and decoding generated tokens (bench.decode_speed)
+if [ -n "${SPEED:-}" ]; then
+  say "bench.encode_speed, bench.decode_speed -> speed.json"
+  mkdir -p "$RES"
+  for tool in encode_speed decode_speed; do
+    timeout 120 "$PY" -m "bench.$tool" --model "$MODEL_DIR" >> "$OUT/speed.json" 2>> "$RES/speed.err" \
+      || say "bench.$tool failed (see speed.err in logs.tar.gz)"
+  done
 fi
 
 # 4. the A/B: bench.run stops starting work at its deadline, results saved after each run

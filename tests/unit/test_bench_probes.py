@@ -267,3 +267,36 @@ def test_gpu_run_runs_the_tests_instead_of_the_ab(tmp_path: Path) -> None:
     assert call[call.index("-k") + 1] == "chat and not tools"
     assert "tests/integration" in call
     assert f"--junitxml={tmp_path / 'out' / 'junit.xml'}" in call
+
+
+def test_gpu_run_times_the_tokenizer_work_first_with_speed(tmp_path: Path) -> None:
+    """SPEED=1: bench.encode_speed and bench.decode_speed on the model, then the A/B;
+    without it, neither."""
+    (tmp_path / "on").mkdir()
+    calls = _dry_gpu_run(tmp_path / "on", SPEED="1", BENCH_ARGS="--servers gateway")
+    modules = [call for call in calls if call[:1] == ["-m"]]
+    assert [call[1] for call in modules] == [
+        "bench.encode_speed",
+        "bench.decode_speed",
+        "bench.run",
+    ]
+    for call in modules[:2]:
+        assert call[call.index("--model") + 1] == str(tmp_path / "on" / "model")
+    (tmp_path / "off").mkdir()
+    calls = _dry_gpu_run(tmp_path / "off", SPEED=None, BENCH_ARGS="--servers gateway")
+    assert [call[1] for call in calls if call[:1] == ["-m"]] == ["bench.run"]
+
+
+def test_gpu_run_packs_the_paired_servers_logs(tmp_path: Path) -> None:
+    """bench.paired's server logs travel as one paired-logs.tar.gz (a call returns at most
+    8 files); its summaries stay as they are."""
+    import tarfile
+
+    paired = tmp_path / "out" / "paired"
+    paired.mkdir(parents=True)
+    for name in ("server-rust.log", "server-gateway.log", "summary-1024x128.json"):
+        (paired / name).write_text(name)
+    _dry_gpu_run(tmp_path, PAIRED_ARGS="--server gateway")
+    assert sorted(p.name for p in paired.iterdir()) == ["summary-1024x128.json"]
+    with tarfile.open(tmp_path / "out" / "paired-logs.tar.gz") as packed:
+        assert sorted(packed.getnames()) == ["server-gateway.log", "server-rust.log"]
