@@ -71,10 +71,9 @@ async def _warm_up(gateway: Gateway, batches: tuple[int, ...]) -> float:
         gateway.engine.tokenizer, normalized.request, normalized.template_kwargs
     )
     # the gateway's own detokenizer is checked against the tokenizer's once (~6 ms)
-    detokenize = gateway.engine.detokenizer is None
-    params = build_sampling_params(
-        normalized.request, MAX_TOKENS, stream=True, detokenize=detokenize
-    )
+    decoder = "vLLM" if gateway.engine.detokenizer is None else "the gateway (long prompts)"
+    logger.info("generated tokens decoded by %s", decoder)
+    params = build_sampling_params(normalized.request, MAX_TOKENS, stream=True)
     for size in batches:
         await asyncio.gather(*(_generate(gateway, prompt.token_ids, params) for _ in range(size)))
     elapsed = time.perf_counter() - started

@@ -25,6 +25,7 @@ from app.reasoning import THINK_CLOSE, THINK_OPEN
 from app.schemas.chat import ChatCompletionRequest, continuous_usage, include_usage
 from app.state import Gateway
 from app.structured import requested_constraint
+from app.text_stream import MIN_PROMPT_TOKENS
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +91,14 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
     vocab = vocab_size(engine.tokenizer)
     budget = request.max_reasoning_tokens
     reasoning_budget = budget if normalized.thinking else None
+    # the gateway decodes a plain request's tokens (app.text_stream) when its prompt is long;
+    # a budgeted or two-phase one keeps vLLM's text, which app.chat.budget reads as it comes
+    own_text = (
+        not think_first
+        and reasoning_budget is None
+        and engine.detokenizer is not None
+        and len(prompt.token_ids) >= MIN_PROMPT_TOKENS
+    )
     params = build_sampling_params(
         request,
         max_tokens,
@@ -97,9 +106,7 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
         constraint=None if think_first else constraint,
         stop_at=THINK_CLOSE if think_first else None,
         vocab=vocab,
-        # the gateway decodes a plain request's tokens (app.text_stream); a budgeted or
-        # two-phase one keeps vLLM's text, which app.chat.budget reads as it comes
-        detokenize=think_first or reasoning_budget is not None or engine.detokenizer is None,
+        detokenize=not own_text,
     )
     answer_params = None
     if think_first:

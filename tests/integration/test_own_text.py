@@ -1,7 +1,7 @@
-"""The gateway decodes plain chat requests' tokens itself (`app.text_stream`): on the real
-engine its text is vLLM's, whole and streamed, for sampled answers full of cut
-characters, special and added tokens, and for a forced one that ends at the EOS token.
-A request with logprobs is the reference: vLLM detokenizes that one."""
+"""The gateway decodes plain chat requests' tokens itself (`app.text_stream`) when the
+prompt is long: on the real engine its text is vLLM's, whole and streamed, for sampled
+answers full of cut characters, special and added tokens, and for a forced one that ends
+at the EOS token. A request with logprobs is the reference: vLLM detokenizes that one."""
 
 from __future__ import annotations
 
@@ -9,16 +9,23 @@ from typing import Any
 
 import pytest
 
+from app.text_stream import MIN_PROMPT_TOKENS
 from tests.integration.conftest import LiveGateway
 from tests.integration.live_helpers import post_ok, sse_frames
 
 SEEDS = (1, 2, 3)
+LONG = " ".join(f"w{i} 于是乎" for i in range(160))  # a prompt past MIN_PROMPT_TOKENS
+
+
+def long_enough(body: dict[str, Any]) -> dict[str, Any]:
+    assert body["usage"]["prompt_tokens"] >= MIN_PROMPT_TOKENS
+    return body
 
 
 def sampled(gateway: LiveGateway, seed: int, **extra: Any) -> dict[str, Any]:
     return {
         "model": gateway.model,
-        "messages": [{"role": "user", "content": "Tell me about 于是乎 and café."}],
+        "messages": [{"role": "user", "content": "Tell me about 于是乎 and café. " + LONG}],
         "max_tokens": 48,
         "seed": seed,
         "temperature": 1.0,
@@ -46,7 +53,7 @@ def streamed_message(gateway: LiveGateway, payload: dict[str, Any]) -> tuple[str
 def test_own_text_is_vllms(gateway: LiveGateway, seed: int) -> None:
     reference = sampled(gateway, seed, logprobs=True)
     theirs = message_of(post_ok(gateway, "/chat/completions", reference))
-    ours = message_of(post_ok(gateway, "/chat/completions", sampled(gateway, seed)))
+    ours = message_of(long_enough(post_ok(gateway, "/chat/completions", sampled(gateway, seed))))
     assert "".join(ours), "the random model wrote nothing to compare"
     assert ours == theirs
     assert streamed_message(gateway, sampled(gateway, seed)) == theirs
@@ -59,12 +66,12 @@ def test_a_forced_answer_with_cut_characters_ends_at_its_eos(gateway: LiveGatewa
     answer = "于是乎 café ☕"
     payload = {
         "model": gateway.model,
-        "messages": [{"role": "user", "content": "say it"}],
+        "messages": [{"role": "user", "content": "say it. " + LONG}],
         "structured_outputs": {"choice": [answer]},
         "enable_thinking": False,
         "max_tokens": 40,
     }
-    body = post_ok(gateway, "/chat/completions", payload)
+    body = long_enough(post_ok(gateway, "/chat/completions", payload))
     assert body["choices"][0]["message"]["content"] == answer
     assert body["choices"][0]["finish_reason"] == "stop"
     assert streamed_message(gateway, payload) == ("", answer)
