@@ -1,0 +1,119 @@
+"""app.encode: prompt texts encoded in pieces where that is exact and pays (as many as the
+process's CPUs allow), inline below OFF_LOOP_CHARS and in the encode thread above it."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+import app.encode as encode_module
+from app.encode import MAX_PIECES, OFF_LOOP_CHARS, PIECE_CHARS, encode, encode_sync
+from app.encode_pieces import backend_for
+
+
+class _Slow:
+    """A tokenizer without a fast backend."""
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        return [len(text)]
+
+
+class _Counting:
+    """A fast tokenizer's backend that counts `encode_batch` calls."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.batches: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.backend, name)
+
+    def encode_batch(self, texts: list[str], add_special_tokens: bool) -> Any:
+        self.batches.append(len(texts))
+        return self.backend.encode_batch(texts, add_special_tokens=add_special_tokens)
+
+
+def test_backend_for_a_fast_tokenizer_is_worked_out_once(tokenizer: Any) -> None:
+    assert backend_for(tokenizer) is tokenizer.backend_tokenizer
+    assert backend_for(tokenizer) is tokenizer.backend_tokenizer
+    assert backend_for(_Slow()) is None
+
+
+def test_encode_sync_matches_encode_and_uses_pieces(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(encode_module, "_cpus", lambda: 4)
+    rng = random.Random(9)
+    text = tokenizer.decode([rng.randrange(len(tokenizer)) for _ in range(2000)])
+    assert len(text) >= 2 * PIECE_CHARS
+    expected = tokenizer.encode(text, add_special_tokens=False)
+
+    class Wrapped:
+        backend_tokenizer = _Counting(tokenizer.backend_tokenizer)
+
+        def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+            ids: list[int] = tokenizer.encode(text, add_special_tokens=add_special_tokens)
+            return ids
+
+    wrapped = Wrapped()
+    assert encode_sync(wrapped, text) == expected  # type: ignore[arg-type]
+    assert wrapped.backend_tokenizer.batches and wrapped.backend_tokenizer.batches[0] > 1
+    assert encode_sync(wrapped, text, add_special_tokens=True) == tokenizer.encode(text)  # type: ignore[arg-type]
+    short = text[: 2 * PIECE_CHARS - 10]
+    assert encode_sync(wrapped, short) == tokenizer.encode(short, add_special_tokens=False)  # type: ignore[arg-type]
+    assert len(wrapped.backend_tokenizer.batches) == 1  # neither of those two was cut
+    assert encode_sync(_Slow(), text) == [len(text)]  # type: ignore[arg-type]
+
+
+class _Recording:
+    """A fast tokenizer whose backend records the pieces it is given, and on which thread."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.backend_tokenizer = self
+        self.calls: list[tuple[int, str]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.tokenizer.backend_tokenizer, name)
+
+    def encode_batch(self, texts: list[str], add_special_tokens: bool) -> Any:
+        import threading
+
+        self.calls.append((len(texts), threading.current_thread().name))
+        backend = self.tokenizer.backend_tokenizer
+        return backend.encode_batch(texts, add_special_tokens=add_special_tokens)
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        ids: list[int] = self.tokenizer.encode(text, add_special_tokens=add_special_tokens)
+        return ids
+
+
+@pytest.mark.asyncio
+async def test_encode_cuts_medium_texts_inline_and_long_ones_in_the_thread(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(encode_module, "_cpus", lambda: 16)
+    rng = random.Random(11)
+    text = tokenizer.decode([rng.randrange(len(tokenizer)) for _ in range(4000)])
+    recording = _Recording(tokenizer)
+    medium, long = text[: OFF_LOOP_CHARS - 1], text[: 6 * OFF_LOOP_CHARS]
+    assert len(long) > MAX_PIECES * PIECE_CHARS
+    for sample in (medium, long):
+        got = await encode(recording, sample)  # type: ignore[arg-type]
+        assert got == tokenizer.encode(sample, add_special_tokens=False)
+    (medium_pieces, medium_thread), (long_pieces, long_thread) = recording.calls
+    assert medium_pieces == (OFF_LOOP_CHARS - 1) // PIECE_CHARS and medium_thread == "MainThread"
+    assert long_pieces == MAX_PIECES and long_thread.startswith("encode")
+
+
+def test_no_more_pieces_than_cpus(tokenizer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(12)
+    text = tokenizer.decode([rng.randrange(len(tokenizer)) for _ in range(2000)])
+    recording = _Recording(tokenizer)
+    monkeypatch.setattr(encode_module, "_cpus", lambda: 1)
+    assert encode_sync(recording, text) == tokenizer.encode(text, add_special_tokens=False)  # type: ignore[arg-type]
+    monkeypatch.setattr(encode_module, "_cpus", lambda: 3)
+    assert encode_sync(recording, text) == tokenizer.encode(text, add_special_tokens=False)  # type: ignore[arg-type]
+    assert [pieces for pieces, _ in recording.calls] == [3]

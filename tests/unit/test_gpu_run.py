@@ -1,0 +1,174 @@
+"""bench/gpu_run.sh, run dry (DRY_RUN=1, a fake python that records its calls): which
+bench tool each knob runs, with which flags, deadlines and output places."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+
+def _dry_gpu_run(tmp_path: Path, **knobs: str | None) -> list[list[str]]:
+    """gpu_run.sh in DRY_RUN with a fake python that records its arguments; its calls
+    (a knob of None unsets that variable)."""
+    calls = tmp_path / "calls.txt"
+    fake_python = tmp_path / "python"
+    fake_python.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> {calls}\necho >> {calls}\n')
+    fake_python.chmod(0o755)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    modes = ("TEST_ARGS", "PAIRED_ARGS", "COLD_ARGS", "PROFILE_ARGS", "BENCH_ARGS", "BENCH_SETS")
+    env = {
+        **{name: value for name, value in os.environ.items() if name not in modes},
+        "DRY_RUN": "1",
+        "PYTHON": str(fake_python),
+        "OUT": str(tmp_path / "out"),
+        "RES_DIR": str(tmp_path / "res"),
+        "MODEL_DIR": str(model),
+        **{name: value for name, value in knobs.items() if value is not None},
+    }
+    for name in [name for name, value in knobs.items() if value is None]:
+        env.pop(name, None)
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        ["bash", "bench/gpu_run.sh"], cwd=root, env=env, capture_output=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout.decode()[-2000:]
+    return [line.split("|") for line in calls.read_text().splitlines()]
+
+
+def test_gpu_run_runs_bench_profile_once_per_flag_set(tmp_path: Path) -> None:
+    """PROFILE_ARGS: one bench.profile per ';'-separated set, quoted flags kept whole."""
+    calls = _dry_gpu_run(
+        tmp_path,
+        PROFILE_ARGS="--server gateway --server-args '--api-server-count 1'; --server vllm",
+    )
+    profiles = [call for call in calls if "bench.profile" in call]
+    assert len(profiles) == 2
+    first, second = profiles
+    assert first[first.index("--server-args") + 1] == "--api-server-count 1"
+    assert first[first.index("--out") + 1] == str(tmp_path / "res" / "profile-1")
+    assert second[second.index("--server") + 1] == "vllm"
+    assert "--server-args" not in second
+
+
+def test_gpu_run_runs_bench_run_once_per_flag_set(tmp_path: Path) -> None:
+    """BENCH_SETS: one bench.run per ';'-separated set, in order, BENCH_ARGS before the set's
+    own flags (quoted ones whole); each its own results folder and mirror in $OUT, and an
+    equal share of the time left when it starts (the last one all of it)."""
+    calls = _dry_gpu_run(
+        tmp_path,
+        BENCH_BUDGET_S="425",
+        BENCH_ARGS="--servers gateway --rounds 1",
+        BENCH_SETS="--gateway-args='--api-server-count 4'; --gateway-args='--api-server-count 1'",
+        FIRST_SET_EXTRA_S="0",
+    )
+    runs = [call for call in calls if "bench.run" in call]
+    assert len(runs) == 2
+    for n, (call, workers) in enumerate(zip(runs, "41", strict=True), start=1):
+        assert call[call.index("--results-dir") + 1] == str(tmp_path / "res" / f"set-{n}")
+        mirror = tmp_path / "out" / f"results-{n}.json"
+        assert call[call.index("--mirror-results") + 1] == str(mirror)
+        assert call[call.index("--servers") + 1] == "gateway"
+        assert call.index("--rounds") < call.index(f"--gateway-args=--api-server-count {workers}")
+    first, second = (float(call[call.index("--deadline-s") + 1]) for call in runs)
+    assert 190 <= first <= 200  # (425 - elapsed - 25) / 2
+    assert 380 <= second <= 400  # what is left, all of it
+
+
+def test_gpu_run_gives_the_first_set_more_time_on_a_cold_machine(tmp_path: Path) -> None:
+    """Without vLLM's compile cache the first BENCH_SETS set starts cold: it gets 90 s more
+    than an equal share, taken from the others; with the cache, equal shares."""
+    sets = "--gateway-args=--api-server-count=2; --gateway-args=--api-server-count=4; --x"
+    knobs = {"BENCH_BUDGET_S": "325", "BENCH_SETS": sets, "FIRST_SET_EXTRA_S": None}
+
+    def first_deadline(where: Path, cache_root: Path) -> float:
+        where.mkdir()
+        calls = _dry_gpu_run(where, VLLM_CACHE_ROOT=str(cache_root), **knobs)
+        first = next(call for call in calls if "bench.run" in call)
+        return float(first[first.index("--deadline-s") + 1])
+
+    cold = first_deadline(tmp_path / "cold", tmp_path / "empty-cache")
+    assert 150 <= cold <= 160  # (325 - elapsed - 25 - 90) / 3 + 90
+    (tmp_path / "warm-cache" / "torch_compile_cache").mkdir(parents=True)
+    warm = first_deadline(tmp_path / "warm", tmp_path / "warm-cache")
+    assert 90 <= warm <= 100  # (325 - elapsed - 25) / 3
+
+
+def test_gpu_run_runs_bench_cold_start_instead_of_the_ab(tmp_path: Path) -> None:
+    """COLD_ARGS: one bench.cold_start with those flags (quoted specs whole), no bench.run."""
+    calls = _dry_gpu_run(
+        tmp_path, COLD_ARGS="--server 'gw=gateway --no-warmup' --server vllm --repeats 2"
+    )
+    cold = [call for call in calls if "bench.cold_start" in call]
+    assert len(cold) == 1 and not [call for call in calls if "bench.run" in call]
+    (call,) = cold
+    assert [call[i + 1] for i, word in enumerate(call) if word == "--server"] == [
+        "gw=gateway --no-warmup",
+        "vllm",
+    ]
+    assert call[call.index("--out") + 1] == str(tmp_path / "out" / "cold")
+    assert call[call.index("--repeats") + 1] == "2"
+
+
+def test_gpu_run_gives_each_call_its_own_results_folder(tmp_path: Path) -> None:
+    """Without RES_DIR two calls on one machine write (and pack) separate folders, so a
+    call's logs.tar.gz holds only its own runs (session 11's shared /tmp/bench-res did not)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = _dry_gpu_run(tmp_path / "a", RES_DIR=None)
+    second = _dry_gpu_run(tmp_path / "b", RES_DIR=None)
+    dirs = [
+        call[call.index("--results-dir") + 1]
+        for calls in (first, second)
+        for call in calls
+        if "bench.run" in call
+    ]
+    assert len(dirs) == 2 and dirs[0] != dirs[1]
+    assert all(d.startswith("/tmp/bench-res-") for d in dirs)
+
+
+def test_gpu_run_runs_the_tests_instead_of_the_ab(tmp_path: Path) -> None:
+    """TEST_ARGS: one pytest with those arguments (quoted ones whole), its junit in $OUT,
+    each test gateway on a share of the GPU; no model written, no bench.run."""
+    calls = _dry_gpu_run(tmp_path, TEST_ARGS="tests/integration -k 'chat and not tools'")
+    tests = [call for call in calls if "pytest" in call]
+    assert len(tests) == 1 and not [call for call in calls if "bench.run" in call]
+    assert not [call for call in calls if "tiny-model" in call]
+    (call,) = tests
+    assert call[call.index("-k") + 1] == "chat and not tools"
+    assert "tests/integration" in call
+    assert f"--junitxml={tmp_path / 'out' / 'junit.xml'}" in call
+
+
+def test_gpu_run_times_the_tokenizer_work_first_with_speed(tmp_path: Path) -> None:
+    """SPEED=1: bench.encode_speed and bench.decode_speed on the model, then the A/B;
+    without it, neither."""
+    (tmp_path / "on").mkdir()
+    calls = _dry_gpu_run(tmp_path / "on", SPEED="1", BENCH_ARGS="--servers gateway")
+    modules = [call for call in calls if call[:1] == ["-m"]]
+    assert [call[1] for call in modules] == [
+        "bench.encode_speed",
+        "bench.decode_speed",
+        "bench.run",
+    ]
+    for call in modules[:2]:
+        assert call[call.index("--model") + 1] == str(tmp_path / "on" / "model")
+    (tmp_path / "off").mkdir()
+    calls = _dry_gpu_run(tmp_path / "off", SPEED=None, BENCH_ARGS="--servers gateway")
+    assert [call[1] for call in calls if call[:1] == ["-m"]] == ["bench.run"]
+
+
+def test_gpu_run_packs_the_paired_servers_logs(tmp_path: Path) -> None:
+    """bench.paired's server logs travel as one paired-logs.tar.gz (a call returns at most
+    8 files); its summaries stay as they are."""
+    paired = tmp_path / "out" / "paired"
+    paired.mkdir(parents=True)
+    for name in ("server-rust.log", "server-gateway.log", "summary-1024x128.json"):
+        (paired / name).write_text(name)
+    _dry_gpu_run(tmp_path, PAIRED_ARGS="--server gateway")
+    assert sorted(p.name for p in paired.iterdir()) == ["summary-1024x128.json"]
+    with tarfile.open(tmp_path / "out" / "paired-logs.tar.gz") as packed:
+        assert sorted(packed.getnames()) == ["server-gateway.log", "server-rust.log"]
