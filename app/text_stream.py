@@ -147,15 +147,22 @@ def check_ids(tokenizer: Any) -> list[list[int]]:
     then random sequences; two in five random ids are a lone byte of 0x80-0xFF (part of a
     character that other tokens finish, or bytes that can't be UTF-8)."""
     added = sorted(getattr(tokenizer, "added_tokens_decoder", None) or {})
-    high = [tokenizer.convert_tokens_to_ids(bytes_to_unicode()[b]) for b in range(0x80, 0x100)]
-    high = [i for i in high if isinstance(i, int) and i >= 0]
+    high = lone_byte_ids(tokenizer)
     rng = random.Random(0)
     size = len(tokenizer)
 
     def pick() -> int:
         if high and rng.random() < 0.4:
-            return int(rng.choice(high))
+            return rng.choice(high)
         return rng.randrange(size)
 
     first = [i for token_id in added for i in (pick(), token_id)]
     return [first] + [[pick() for _ in range(CHECK_STEPS)] for _ in range(CHECK_SEQUENCES)]
+
+
+def lone_byte_ids(tokenizer: Any) -> list[int]:
+    """The ids of the byte-level vocabulary's one-byte tokens of 0x80-0xFF: pieces of a
+    character that other tokens finish, or bytes that can't be UTF-8."""
+    pieces = (bytes_to_unicode()[b] for b in range(0x80, 0x100))
+    ids = (tokenizer.convert_tokens_to_ids(piece) for piece in pieces)
+    return [int(i) for i in ids if isinstance(i, int) and i >= 0]

@@ -18,11 +18,12 @@ from app.text_stream import (
     Detokenizer,
     SequenceTexts,
     check_ids,
+    lone_byte_ids,
     matches_decode_stream,
     own_detokenizer,
     special_ids,
 )
-from app.token_bytes import TokenBytes, bytes_to_unicode
+from app.token_bytes import TokenBytes
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,8 @@ def vllm_deltas(tokenizer: Any, prompt: list[int], ids: list[int]) -> list[str]:
 def interesting_ids(tokenizer: Any) -> st.SearchStrategy[int]:
     """Added tokens, bytes that start or continue a character, any id."""
     added = sorted(tokenizer.added_tokens_decoder)
-    high = [tokenizer.convert_tokens_to_ids(bytes_to_unicode()[b]) for b in range(0x80, 0x100)]
+    high = lone_byte_ids(tokenizer)
+    assert len(high) == 128
     return st.one_of(
         st.sampled_from(added),
         st.sampled_from(high),
