@@ -20,6 +20,8 @@
 # session cut before its first run measures nothing), MODEL_DIR, RES_DIR (bench.run's results;
 # default a fresh /tmp/bench-res-<time>-<pid> per call), SKIP_INSTALL=1,
 # DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
+# SWEEP (default on, off with DRY_RUN): end what an earlier call on this warm machine left
+# running, before starting and again at exit (SWEEP_PATTERN: the `pkill -f` pattern),
 # SPEED=1 (first time the gateway's prompt encoding and output decoding on the host's CPUs:
 # bench.encode_speed and bench.decode_speed, one JSON line each in speed.json),
 # PAIRED_ARGS (run bench.paired with these flags instead of bench.run), COLD_ARGS (run
@@ -44,7 +46,25 @@ PY=${PYTHON:-python3}
 elapsed() { echo $(( $(date +%s) - T0 )); }
 say() { echo "== [$(elapsed)s] $*"; }
 
+# A tool cut by its `timeout` leaves its servers running (their own sessions; in session 22
+# a third engine still starting held 37 GiB of the GPU, and every server of the next call
+# failed for memory): end them, and anything else holding the GPU, before and after.
+SWEEP=${SWEEP:-$([ -n "${DRY_RUN:-}" ] || echo 1)}
+SWEEP_PATTERN=${SWEEP_PATTERN:-'[-]m app serve|[v]llm\.entrypoints|[V]LLM::|[v]llm-rs frontend|[v]llm serve'}
+sweep() {
+  [ -n "$SWEEP" ] || return 0
+  local pids
+  pids=$( { pgrep -f "$SWEEP_PATTERN"; command -v nvidia-smi >/dev/null \
+    && nvidia-smi --query-compute-apps=pid --format=csv,noheader; } 2>/dev/null | sort -un)
+  [ -n "$pids" ] || return 0
+  say "sweep ($1): ending $(echo "$pids" | wc -l) leftover processes: $(echo $pids)"
+  # shellcheck disable=SC2086
+  kill -9 $pids 2>/dev/null
+  sleep 2
+}
+
 pack() {
+  sweep "exit"
   # at most 8 files come back: results.json, gpu_run.log, logs.tar.gz, env.txt (bench.paired:
   # its summaries, its servers' logs packed as paired-logs.tar.gz; SPEED=1: speed.json)
   if ls "$OUT"/paired/server-*.log >/dev/null 2>&1; then
@@ -64,6 +84,8 @@ if [ -z "${DRY_RUN:-}" ]; then
     --format=csv 2>&1 | tee "$OUT/env.txt"
   nproc >> "$OUT/env.txt"; uptime >> "$OUT/env.txt"
 fi
+
+sweep "start"
 
 # 1. vLLM 0.26.0 from the staged parts
 if [ -z "${DRY_RUN:-}" ] && [ -z "${SKIP_INSTALL:-}" ]; then

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tarfile
+import uuid
 from pathlib import Path
 
 
@@ -172,3 +173,34 @@ def test_gpu_run_packs_the_paired_servers_logs(tmp_path: Path) -> None:
     assert sorted(p.name for p in paired.iterdir()) == ["summary-1024x128.json"]
     with tarfile.open(tmp_path / "out" / "paired-logs.tar.gz") as packed:
         assert sorted(packed.getnames()) == ["server-gateway.log", "server-rust.log"]
+
+
+def test_gpu_run_ends_an_earlier_calls_leftovers_before_it_starts(tmp_path: Path) -> None:
+    """SWEEP: processes matching SWEEP_PATTERN (an earlier call's servers, cut by its
+    timeout, holding the GPU) are ended before the work starts; a dry run leaves them
+    unless SWEEP is set."""
+    marker = f"gpu-run-leftover-{uuid.uuid4().hex}"
+
+    def leftover() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(["bash", "-c", f"exec -a '{marker} serve' sleep 60"])
+
+    spared = leftover()
+    try:
+        (tmp_path / "dry").mkdir()
+        _dry_gpu_run(tmp_path / "dry", SWEEP=None, SWEEP_PATTERN=marker, BENCH_ARGS="-x")
+        assert spared.poll() is None
+    finally:
+        spared.kill()
+        spared.wait()
+    swept = leftover()
+    try:
+        (tmp_path / "swept").mkdir()
+        _dry_gpu_run(tmp_path / "swept", SWEEP="1", SWEEP_PATTERN=marker, BENCH_ARGS="-x")
+        assert swept.wait(10) == -9
+        log = (tmp_path / "swept" / "out" / "gpu_run.log").read_text()
+        assert f"sweep (start): ending 1 leftover processes: {swept.pid}" in log
+        assert "sweep (exit)" not in log  # nothing was left by then
+    finally:
+        if swept.poll() is None:
+            swept.kill()
+            swept.wait()
