@@ -29,7 +29,8 @@ from typing import Any
 from bench.commands import bench_server, ensure_model
 from bench.first_text import random_prompts
 from bench.machine import favoured_client
-from bench.paired import ServerSpec, parse_specs, timed_request
+from bench.paired import timed_request
+from bench.paired_specs import ServerSpec, parse_specs
 from bench.profiles import PROFILES, ROOT
 from bench.servers import stop_all_on_exit
 

@@ -27,19 +27,20 @@ the same servers, which on the H200 take minutes to start) one summary-<IN>x<OUT
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import re
-import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from bench import engine_stats
-from bench.commands import RUST_FRONTEND_VAR, bench_server, ensure_model
+from bench.commands import bench_server, ensure_model
 from bench.first_text import random_prompts
 from bench.machine import favoured_client
 from bench.options import sampling_values
+from bench.paired_specs import ServerSpec, parse_specs
+from bench.paired_start import start_each
 from bench.paired_stats import engine_sample, summarize
 from bench.profiles import PROFILES, ROOT
 from bench.servers import ServerProcess, stop_all, stop_all_on_exit
@@ -47,63 +48,6 @@ from bench.sse import StreamTimes, chat_stream
 
 T = TypeVar("T")
 Samples = dict[str, list[dict[str, float] | None]]  # per target, one entry per turn
-
-
-@dataclass(frozen=True)
-class ServerSpec:
-    """`--server LABEL=[VAR=VALUE...] KIND FLAGS...`, or just `KIND` (then LABEL is KIND);
-    the VAR=VALUE words (a label is needed then) are that server's own environment."""
-
-    label: str
-    kind: str
-    flags: tuple[str, ...]
-    env: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def frontend(self) -> str:
-        """vLLM's Rust frontend when the spec sets VLLM_USE_RUST_FRONTEND=1 (it needs the
-        CLI's command line, see bench.commands.server_argv)."""
-        return "rust" if dict(self.env).get(RUST_FRONTEND_VAR) == "1" else "python"
-
-    @property
-    def root(self) -> str | None:
-        """The checkout to run this gateway from (`GATEWAY_ROOT=DIR`); None: this one."""
-        return dict(self.env).get(GATEWAY_ROOT)
-
-    @property
-    def process_env(self) -> dict[str, str]:
-        """The server's own environment: the spec's variables but GATEWAY_ROOT."""
-        return {k: v for k, v in self.env if k != GATEWAY_ROOT}
-
-
-GATEWAY_ROOT = "GATEWAY_ROOT"
-_ENV_WORD = re.compile(r"([A-Z_][A-Z0-9_]*)=(.*)", re.DOTALL)
-
-
-def parse_spec(text: str) -> ServerSpec:
-    label, sep, rest = text.partition("=")
-    named = bool(sep) and bool(label) and label.strip() == label and " " not in label
-    words = shlex.split(rest if named else text)  # not named: '=' was in a flag
-    env: list[tuple[str, str]] = []
-    while named and words and (match := _ENV_WORD.fullmatch(words[0])):
-        env.append((match[1], match[2]))
-        words.pop(0)
-    if not words or words[0] not in ("vllm", "gateway"):
-        raise ValueError(f"--server {text!r}: expected [LABEL=[VAR=VALUE...]]vllm|gateway [FLAGS]")
-    label = label if named else words[0]
-    return ServerSpec(label=label, kind=words[0], flags=tuple(words[1:]), env=tuple(env))
-
-
-def parse_specs(parser: argparse.ArgumentParser, texts: list[str]) -> list[ServerSpec]:
-    """The `--server` options (default: vllm, gateway); a parser error for a bad one or for
-    a label used twice."""
-    try:
-        specs = [parse_spec(s) for s in texts or ["vllm", "gateway"]]
-    except ValueError as exc:
-        parser.error(str(exc))
-    if len({s.label for s in specs}) != len(specs):
-        parser.error("--server labels must differ")
-    return specs
 
 
 def turn_order(labels: list[T], i: int) -> list[T]:
@@ -183,6 +127,13 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="what the client sends (as bench.run's --sampling); default the profile's",
     )
+    p.add_argument(
+        "--ready-timeout-s",
+        type=float,
+        default=300.0,
+        help="a server not ready by then is dropped and the others take their turns "
+        "(cold starts on the H200: 82-133 s)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=18600, help="first port; +10 per server")
     p.add_argument("--out", default=None)
@@ -210,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     goals = targets(args.specs, args.system)
     workloads = args.workload.split(",")
     results: dict[str, tuple[dict[str, Any], dict[str, str]]] = {}
+    dropped: dict[str, str] = {}  # label: why it never took a turn
 
     def save(workload: str, samples: Samples, errors: dict[str, str]) -> dict[str, Any]:
         summary = summarize(samples) if all(samples.values()) else {}
@@ -221,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             },
             "summary": summary,
             "errors": errors,
+            "dropped": dropped,
             "samples": samples,
         }
         path = summary_path(out, workload, len(workloads) > 1)
@@ -264,17 +217,26 @@ def main(argv: list[str] | None = None) -> int:
             save(workload, samples, errors)  # after every turn: a cut run keeps what it has
         results[workload] = (save(workload, samples, errors), errors)
 
+    def make(n: int, spec: ServerSpec) -> ServerProcess:
+        server = bench_server(
+            spec.kind, prof, python=args.python, model=model, port=args.port + 10 * n,
+            log_path=out / f"server-{spec.label}.log", extra=[*spec.flags, *memory],
+            frontend=spec.frontend, gateway_root=spec.root,
+        )  # fmt: skip
+        server.env.update(spec.process_env)
+        return server
+
     try:
-        for n, spec in enumerate(args.specs):  # one at a time: each engine sizes its memory
-            server = bench_server(
-                spec.kind, prof, python=args.python, model=model, port=args.port + 10 * n,
-                log_path=out / f"server-{spec.label}.log", extra=[*spec.flags, *memory],
-                frontend=spec.frontend, gateway_root=spec.root,
-            )  # fmt: skip
-            server.env.update(spec.process_env)
-            server.start()
-            servers[spec.label] = server
-            print(f"paired: {spec.label} ready after {server.wait_ready(900):.0f} s", flush=True)
+        ready, gone = start_each(
+            ((s.label, functools.partial(make, n, s)) for n, s in enumerate(args.specs)),
+            args.ready_timeout_s, say=lambda line: print(line, flush=True),
+        )  # fmt: skip
+        servers.update(ready)
+        dropped.update(gone)
+        goals[:] = [t for t in goals if t.server in servers]
+        if len(servers) < 2:
+            print("paired: fewer than two servers ready, nothing to pair", flush=True)
+            return 1
         with favoured_client():
             for workload in workloads:
                 run(workload)

@@ -12,14 +12,13 @@ from typing import Any
 import pytest
 
 from bench.paired import (
-    ServerSpec,
     _args,
-    parse_spec,
     summary_path,
     targets,
     timed_request,
     turn_order,
 )
+from bench.paired_specs import ServerSpec, parse_spec
 from bench.paired_stats import engine_sample, summarize
 from tests.local_http import serving
 
