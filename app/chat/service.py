@@ -256,6 +256,8 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncGenerator[bytes, None]:
     mode = job.reasoning
     choices: dict[int, _Choice] = {}
     steps = _steps(engine, job)
+    held = b""  # a finished choice's last frame: it goes out with whatever comes next
+    tail = b""
     try:
         async for outputs in steps:
             for out in outputs:
@@ -278,14 +280,19 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncGenerator[bytes, None]:
                     if job.continuous_usage:
                         done = sum(c.tokens for c in choices.values())
                         usage = wire.usage_dict(len(job.prompt.token_ids), done)
-                    yield writer.choice(out.index, delta, finish, logprobs, usage)
+                    frame = writer.choice(out.index, delta, finish, logprobs, usage)
+                    if finish is None:
+                        yield held + frame
+                        held = b""
+                    else:
+                        held += frame
         if job.include_usage:
-            yield writer.usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
+            tail = writer.usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
     except GatewayError as exc:
-        yield b"data: " + exc.to_bytes() + b"\n\n"
+        tail = b"data: " + exc.to_bytes() + b"\n\n"
     except Exception as exc:
-        yield b"data: " + engine_failure(exc).to_bytes() + b"\n\n"
+        tail = b"data: " + engine_failure(exc).to_bytes() + b"\n\n"
     finally:
         record_usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
         await steps.aclose()  # type: ignore[attr-defined]
-    yield wire.DONE_FRAME
+    yield held + tail + wire.DONE_FRAME  # the stream's end in one write (see app.routes.respond)

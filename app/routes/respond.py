@@ -21,6 +21,8 @@ from fastapi import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from app.chat.wire import DONE_FRAME
+
 logger = logging.getLogger(__name__)
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -81,6 +83,19 @@ class _PrimedStream(StreamingResponse):
             await super().__call__(scope, receive, send)
         finally:
             await _settle(self.first, self.frames)
+
+    async def stream_response(self, send: Send) -> None:
+        """Starlette's, but the frame that ends the stream (`[DONE]`, always the last) ends
+        the body too, so the server writes it and the chunked encoding's end at once."""
+        start = {"type": "http.response.start", "status": self.status_code}
+        await send({**start, "headers": self.raw_headers})
+        ended = False
+        async for chunk in self.body_iterator:
+            body = chunk.encode(self.charset) if isinstance(chunk, str) else bytes(chunk)
+            ended = body.endswith(DONE_FRAME)
+            await send({"type": "http.response.body", "body": body, "more_body": not ended})
+        if not ended:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _after(

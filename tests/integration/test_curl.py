@@ -109,6 +109,62 @@ def test_chat_stream(gateway: LiveGateway) -> None:
     assert chunks[-1]["choices"][0]["finish_reason"] == "length"
 
 
+def http_chunks(raw: bytes) -> list[bytes]:
+    """The chunks of a chunked HTTP body (`curl --raw` leaves the framing in): one per
+    write of the server's (uvicorn writes each ASGI body message at once)."""
+    chunks = []
+    while True:
+        size_line, _, raw = raw.partition(b"\r\n")
+        size = int(size_line, 16)
+        if size == 0:
+            return chunks
+        chunks.append(raw[:size])
+        assert raw[size : size + 2] == b"\r\n"
+        raw = raw[size + 2 :]
+
+
+def sse_frames(chunk: bytes) -> list[str]:
+    return [f[6:] for f in chunk.decode().split("\n\n") if f.startswith("data: ")]
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_a_stream_ends_in_one_write(gateway: LiveGateway, n: int) -> None:
+    """Frames go out as the engine makes them; a choice's finishing frame goes out with
+    whatever follows it, so a stream's end (the last finish, the usage, `[DONE]`) and the
+    end of the chunked body are one write."""
+    payload = {
+        "model": gateway.model,
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 8,
+        "n": n,
+        "seed": 5,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "ignore_eos": True,
+    }
+    headers = ["-H", "Content-Type: application/json"]
+    url = gateway.v1 + "/chat/completions"
+    argv = ["curl", "-sS", "-N", "--raw", *headers, "-d", json.dumps(payload), url]
+    out = subprocess.run(argv, capture_output=True, timeout=120)
+    chunks = [sse_frames(chunk) for chunk in http_chunks(out.stdout)]
+    assert len(chunks) > 1
+    for frames in chunks[:-1]:  # no write ends with a finished choice's frame
+        assert json.loads(frames[-1])["choices"][0]["finish_reason"] is None, frames
+    *finishing, usage, done = chunks[-1]
+    assert done == "[DONE]"
+    assert json.loads(usage)["usage"]["completion_tokens"] == 8 * n
+    finals = [
+        c["choices"][0]
+        for frames in chunks
+        for c in (json.loads(f) for f in frames if f != "[DONE]")
+        if c["choices"] and c["choices"][0]["finish_reason"] is not None
+    ]
+    assert sorted(c["index"] for c in finals) == list(range(n))
+    assert {c["finish_reason"] for c in finals} == {"length"}
+    if n == 1:
+        assert [json.loads(f)["choices"][0]["finish_reason"] for f in finishing] == ["length"]
+
+
 def test_bad_json_is_an_openai_400(gateway: LiveGateway) -> None:
     status, body = curl(
         gateway.v1 + "/chat/completions",

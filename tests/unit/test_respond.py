@@ -10,6 +10,7 @@ from typing import Any, cast
 import pytest
 from starlette.requests import ClientDisconnect
 
+from app.chat.wire import DONE_FRAME
 from app.routes.respond import streamed
 
 
@@ -121,3 +122,40 @@ async def test_a_failing_first_frame_raises_to_the_consumer() -> None:
     frames = body(await streamed(failing()))
     with pytest.raises(RuntimeError, match="engine gone"):
         await frames.__anext__()
+
+
+async def _sent(frames: list[bytes]) -> list[dict[str, Any]]:
+    """The ASGI messages a primed stream of `frames` sends (ASGI 2.4: no listener)."""
+    source = Source(frames)
+    source.release.set()
+    response = await streamed(source.stream())
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:  # pragma: no cover - 2.4 does not listen
+        await asyncio.Event().wait()
+        return {}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "asgi": {"spec_version": "2.4"}}
+    await asyncio.wait_for(response(scope, receive, send), 5)
+    assert sent[0]["type"] == "http.response.start"
+    return sent[1:]
+
+
+async def test_the_done_frame_ends_the_body_in_the_same_message() -> None:
+    """`[DONE]` is a stream's last frame: it goes out with `more_body: False` (one write:
+    the frame and the chunked encoding's end), not followed by an empty message."""
+    end = b'data: {"usage": {}}\n\n' + DONE_FRAME
+    sent = await _sent([b"data: 1\n\n", b"data: 2\n\n", end])
+    assert [(m["body"], m["more_body"]) for m in sent] == [
+        (b"data: 1\n\n", True),
+        (b"data: 2\n\n", True),
+        (end, False),
+    ]
+
+
+async def test_a_stream_without_done_still_ends_with_an_empty_message() -> None:
+    sent = await _sent([b"data: 1\n\n"])
+    assert [(m["body"], m["more_body"]) for m in sent] == [(b"data: 1\n\n", True), (b"", False)]
