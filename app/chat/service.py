@@ -256,7 +256,7 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncGenerator[bytes, None]:
     mode = job.reasoning
     choices: dict[int, _Choice] = {}
     steps = _steps(engine, job)
-    held = b""  # a finished choice's last frame: it goes out with whatever comes next
+    groups = wire.FrameGroups()
     tail = b""
     try:
         async for outputs in steps:
@@ -281,11 +281,9 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncGenerator[bytes, None]:
                         done = sum(c.tokens for c in choices.values())
                         usage = wire.usage_dict(len(job.prompt.token_ids), done)
                     frame = writer.choice(out.index, delta, finish, logprobs, usage)
-                    if finish is None:
-                        yield held + frame
-                        held = b""
-                    else:
-                        held += frame
+                    write = groups.frame(frame, finishing=finish is not None)
+                    if write is not None:
+                        yield write
         if job.include_usage:
             tail = writer.usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
     except GatewayError as exc:
@@ -295,4 +293,4 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncGenerator[bytes, None]:
     finally:
         record_usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
         await steps.aclose()  # type: ignore[attr-defined]
-    yield held + tail + wire.DONE_FRAME  # the stream's end in one write (see app.routes.respond)
+    yield groups.end(tail)

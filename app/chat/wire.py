@@ -18,6 +18,31 @@ from app.tool_calls import ToolCall
 DONE_FRAME = b"data: [DONE]\n\n"
 
 
+class FrameGroups:
+    """What a stream writes, frame by frame, but a choice's finishing frame is held to go
+    out with what follows it: another choice's next frame, or the stream's end (usage or
+    an error, then `[DONE]`). Each write is a send to the client's socket, and a stream's
+    last frames together are one (`app.routes.respond` adds the body's end to it)."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = b""
+
+    def frame(self, frame: bytes, *, finishing: bool) -> bytes | None:
+        """The bytes to write now, or None while `frame` (a finishing one) is held."""
+        if finishing:
+            self.held += frame
+            return None
+        out, self.held = self.held + frame, b""
+        return out
+
+    def end(self, tail: bytes = b"") -> bytes:
+        """The stream's last write: the held frames, `tail`, `[DONE]`."""
+        out, self.held = self.held + tail + DONE_FRAME, b""
+        return out
+
+
 def sse(payload: dict[str, Any]) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from app.access_log import record_usage
 from app.chat.service import ABORTED, engine_failure
-from app.chat.wire import DONE_FRAME
+from app.chat.wire import FrameGroups
 from app.completions import wire
 from app.completions.prepare import CompletionJob
 from app.engine import Engine
@@ -178,6 +178,8 @@ async def stream(engine: Engine, job: CompletionJob) -> AsyncGenerator[bytes, No
     """SSE frames, one per choice and engine step; always ends with `[DONE]`."""
     choices: dict[int, _Choice] = {}
     pieces = _pieces(engine, job, choices)
+    groups = FrameGroups()
+    tail = b""
     try:
         async for piece in pieces:
             has_logprobs = piece.logprobs is not None and piece.logprobs.tokens
@@ -186,16 +188,19 @@ async def stream(engine: Engine, job: CompletionJob) -> AsyncGenerator[bytes, No
             logprobs = piece.logprobs.wire() if piece.logprobs is not None else None
             body = wire.choice(piece.choice.index, piece.text, logprobs, piece.finish)
             usage = _usage(job, choices) if job.continuous_usage else None
-            yield wire.chunk(job.request_id, job.created, job.model, [body], usage)
+            frame = wire.chunk(job.request_id, job.created, job.model, [body], usage)
+            write = groups.frame(frame, finishing=piece.finish is not None)
+            if write is not None:
+                yield write
         if job.include_usage:
-            yield wire.chunk(job.request_id, job.created, job.model, [], _usage(job, choices))
+            tail = wire.chunk(job.request_id, job.created, job.model, [], _usage(job, choices))
     except GatewayError as exc:
-        yield b"data: " + exc.to_bytes() + b"\n\n"
+        tail = b"data: " + exc.to_bytes() + b"\n\n"
     except Exception as exc:
-        yield b"data: " + engine_failure(exc).to_bytes() + b"\n\n"
+        tail = b"data: " + engine_failure(exc).to_bytes() + b"\n\n"
     finally:
         usage = _usage(job, choices)
         record_usage(usage["prompt_tokens"], usage["completion_tokens"])
         with contextlib.suppress(Exception):
             await pieces.aclose()
-    yield DONE_FRAME
+    yield groups.end(tail)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from app.chat.wire import ChunkWriter, usage_dict
+from app.chat.wire import DONE_FRAME, ChunkWriter, FrameGroups, usage_dict
 from app.schemas.chat import ChatCompletionRequest, continuous_usage, include_usage
 
 
@@ -36,3 +36,16 @@ def test_continuous_usage_needs_include_usage() -> None:
     assert include_usage(both) and continuous_usage(both)
     assert not include_usage(alone) and not continuous_usage(alone)
     assert not continuous_usage(None) and not include_usage(None)
+
+
+def test_frame_groups_hold_a_finishing_frame_for_what_follows() -> None:
+    """Frames under way go out at once; a finishing one waits for the next write (another
+    choice's frame, or the end), so the frames and their order are unchanged."""
+    groups = FrameGroups()
+    assert groups.frame(b"a0 ", finishing=False) == b"a0 "
+    assert groups.frame(b"b0 ", finishing=False) == b"b0 "
+    assert groups.frame(b"a-end ", finishing=True) is None
+    assert groups.frame(b"b1 ", finishing=False) == b"a-end b1 "
+    assert groups.frame(b"b-end ", finishing=True) is None
+    assert groups.end(b"usage ") == b"b-end usage " + DONE_FRAME
+    assert groups.end() == DONE_FRAME  # nothing held twice
