@@ -147,6 +147,7 @@ def _cpu_use(run: dict[str, Any], server: CpuMeter) -> None:
         return
     run["api_server_cpu_s"] = round(api1 - api0, 3)
     run["cpu_counts_http_workers"] = True  # results before this counted the launcher only
+    run["cpu_counts_rust_frontend"] = True  # before this, vllm-rs counted as the engine's
     if eng0 is not None and eng1 is not None:
         run["engine_procs_cpu_s"] = round(eng1 - eng0, 3)
     run["cpu_tokens"] = (run["num_prompts"] + run["num_warmups"]) * run["output_len"]

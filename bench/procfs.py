@@ -36,8 +36,12 @@ def current_core(pid: int) -> int | None:
 
 
 def is_api_worker(proc: Any) -> bool:
-    """An HTTP worker process of `--api-server-count N` (vLLM titles them APIServer_i)."""
-    return "APIServer" in " ".join(proc.cmdline())
+    """A process serving HTTP under the one started: an HTTP worker of `--api-server-count
+    N` (vLLM titles them APIServer_i), or vLLM's Rust frontend (`vllm-rs frontend`, the
+    child that serves HTTP for `vllm serve` with VLLM_USE_RUST_FRONTEND=1)."""
+    words = proc.cmdline()
+    rust = len(words) > 1 and words[0].endswith("vllm-rs") and words[1] == "frontend"
+    return rust or "APIServer" in " ".join(words)
 
 
 def is_engine_core(proc: Any) -> bool:

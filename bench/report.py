@@ -216,8 +216,8 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
             "the output tokens of the run and its warm-ups; medians over rounds. This is the "
             "serving cost that the HTTP front end adds per token, on top of the engine (whose "
             "processes are the same code in both). '–': not measured (runs with HTTP workers "
-            "recorded before the harness counted the workers' CPU, and vLLM's Rust frontend, "
-            "whose HTTP runs in a child process counted with the engine's)."
+            "recorded before the harness counted the workers' CPU, and vLLM's Rust frontend "
+            "recorded before it counted that frontend's own process, `vllm-rs`)."
         )
         add("")
         add("| workload | conc | vllm serve µs/token | gateway µs/token | ratio |")

@@ -190,8 +190,8 @@ def memory_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
 def cpu_per_token(data: dict[str, Any]) -> list[tuple[str, int, float | None, float | None]]:
     """Front-end CPU per output token, medians per point and server. Runs of sessions with
     HTTP workers recorded before the harness counted the workers' CPU are left out, and so
-    are vLLM's with its Rust frontend: its HTTP runs in a child process (`vllm-rs`) that
-    the harness counts with the engine's, so the process measured here only waits."""
+    are vLLM's with its Rust frontend recorded before it counted that child process
+    (`vllm-rs`, which serves the HTTP) as the front end's: the launcher alone only waits."""
     rust = data.get("vllm_frontend") == "rust"
     workers = {
         (s["server"], s["round"])
@@ -202,7 +202,7 @@ def cpu_per_token(data: dict[str, Any]) -> list[tuple[str, int, float | None, fl
     for run in data["runs"]:
         if (run["server"], run["round"]) in workers and not run.get("cpu_counts_http_workers"):
             continue
-        if rust and run["server"] == "vllm":
+        if rust and run["server"] == "vllm" and not run.get("cpu_counts_rust_frontend"):
             continue
         if run.get("api_server_cpu_us_per_token") is not None:
             per[(run["workload"], run["concurrency"], run["server"])].append(

@@ -118,6 +118,7 @@ def test_on_end_records_metrics_and_front_end_cpu_per_token(tmp_path: Path) -> N
     assert run["cpu_tokens"] == 5120 + 8 * 64
     assert run["api_server_cpu_us_per_token"] == round(2.8 / (5120 + 8 * 64) * 1e6, 1)
     assert run["cpu_counts_http_workers"] is True
+    assert run["cpu_counts_rust_frontend"] is True
 
 
 def test_on_end_marks_a_failed_client_run(tmp_path: Path) -> None:

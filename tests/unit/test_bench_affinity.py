@@ -19,7 +19,7 @@ from bench.affinity import (
 )
 from bench.client import build_plan
 from bench.options import build_parser
-from bench.procfs import is_engine_core
+from bench.procfs import is_api_worker, is_engine_core
 from bench.profiles import pin_order, profile_from_args
 
 
@@ -85,6 +85,14 @@ def test_is_engine_core_by_title() -> None:
     assert is_engine_core(Proc(["VLLM::EngineCore"], "VLLM::EngineCor"))
     assert is_engine_core(Proc([], "VLLM::EngineCor"))  # cmdline unreadable, comm cut at 15
     assert not is_engine_core(Proc(["python3", "-m", "app", "serve"], "python3"))
+
+
+def test_is_api_worker_takes_http_workers_and_the_rust_frontend() -> None:
+    assert is_api_worker(Proc(["VLLM::APIServer_0"], "VLLM::APIServer"))
+    rust = ["/root/site/vllm/vllm-rs", "frontend", "--listen-fd", "17"]
+    assert is_api_worker(Proc(rust, "vllm-rs"))
+    assert not is_api_worker(Proc(["/root/site/vllm/vllm-rs", "other"], "vllm-rs"))
+    assert not is_api_worker(Proc(["VLLM::EngineCore"], "VLLM::EngineCor"))
 
 
 @pytest.mark.skipif(
