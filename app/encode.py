@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
+from app.cpus import usable_cpus
 from app.encode_pieces import backend_for, cut, encode_each
 from app.engine import Tokenizer
 
@@ -49,22 +49,13 @@ async def encode(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = 
 def encode_sync(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = False) -> list[int]:
     """`tokenizer.encode(text)` on this thread, in pieces encoded side by side where that
     gives the same ids."""
-    count = min(MAX_PIECES, len(text) // PIECE_CHARS, _cpus())
+    count = min(MAX_PIECES, len(text) // PIECE_CHARS, usable_cpus())
     backend = None if add_special_tokens or count < 2 else backend_for(tokenizer)
     if backend is not None:
         pieces = cut(text, count)
         if len(pieces) > 1:
             return encode_each(backend, pieces)
     return tokenizer.encode(text, add_special_tokens=add_special_tokens)
-
-
-@functools.cache
-def _cpus() -> int:
-    """The CPUs this process may run on (its affinity), worked out once."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
-        return os.cpu_count() or 1
 
 
 _ENCODER: ThreadPoolExecutor | None = None

@@ -24,6 +24,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.cpus import usable_cpus
 from app.model_source import ModelSource
 from app.settings import Settings
 from app.shared_pending import SharedPending
@@ -63,7 +64,7 @@ def resolve_worker_count(requested: int) -> int:
         return requested
     from vllm.platforms import current_platform
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = usable_cpus()
     count = auto_worker_count(str(current_platform.device_type), cores)
     logger.info("HTTP workers: %d (auto, %s, %s cores)", count, current_platform.device_type, cores)
     return count

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import time
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from app.cpus import usable_cpus
 
 Step = Callable[[int], str]
 
@@ -125,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     size = len(tokenizer)
     # a chat prompt is encoded text, so it ends where a character does: so do these
     end = list(tokenizer.encode("\n", add_special_tokens=False))
-    report: dict[str, Any] = {"cpus": len(os.sched_getaffinity(0)), "prompt_tokens": {}}
+    report: dict[str, Any] = {"cpus": usable_cpus(), "prompt_tokens": {}}
     for length in (int(value) for value in args.prompt_tokens.split(",")):
         prompts = [
             [rng.randrange(size) for _ in range(length - len(end))] + end

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from app.cpus import usable_cpus
 from bench.first_text import prompts_from
 
 
@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     rng = random.Random(0)
-    report: dict[str, Any] = {"cpus": len(os.sched_getaffinity(0)), "lengths": {}}
+    report: dict[str, Any] = {"cpus": usable_cpus(), "lengths": {}}
     for tokens in (int(value) for value in args.tokens.split(",")):
         texts = prompts_from(tokenizer, tokens, args.texts, rng)
         report["lengths"][tokens] = {

@@ -44,7 +44,7 @@ def test_backend_for_a_fast_tokenizer_is_worked_out_once(tokenizer: Any) -> None
 def test_encode_sync_matches_encode_and_uses_pieces(
     tokenizer: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(encode_module, "_cpus", lambda: 4)
+    monkeypatch.setattr(encode_module, "usable_cpus", lambda: 4)
     rng = random.Random(9)
     text = tokenizer.decode([rng.randrange(len(tokenizer)) for _ in range(2000)])
     assert len(text) >= 2 * PIECE_CHARS
@@ -94,7 +94,7 @@ class _Recording:
 async def test_encode_cuts_medium_texts_inline_and_long_ones_in_the_thread(
     tokenizer: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(encode_module, "_cpus", lambda: 16)
+    monkeypatch.setattr(encode_module, "usable_cpus", lambda: 16)
     rng = random.Random(11)
     text = tokenizer.decode([rng.randrange(len(tokenizer)) for _ in range(4000)])
     recording = _Recording(tokenizer)
@@ -112,8 +112,8 @@ def test_no_more_pieces_than_cpus(tokenizer: Any, monkeypatch: pytest.MonkeyPatc
     rng = random.Random(12)
     text = tokenizer.decode([rng.randrange(len(tokenizer)) for _ in range(2000)])
     recording = _Recording(tokenizer)
-    monkeypatch.setattr(encode_module, "_cpus", lambda: 1)
+    monkeypatch.setattr(encode_module, "usable_cpus", lambda: 1)
     assert encode_sync(recording, text) == tokenizer.encode(text, add_special_tokens=False)  # type: ignore[arg-type]
-    monkeypatch.setattr(encode_module, "_cpus", lambda: 3)
+    monkeypatch.setattr(encode_module, "usable_cpus", lambda: 3)
     assert encode_sync(recording, text) == tokenizer.encode(text, add_special_tokens=False)  # type: ignore[arg-type]
     assert [pieces for pieces, _ in recording.calls] == [3]
