@@ -175,7 +175,8 @@ if [ -n "${PAIRED_ARGS:-}" ]; then
   eval "set -- $PAIRED_ARGS"
   # into $OUT itself: summary.json is rewritten after every turn and comes back even when
   # the device call is cut short (the two or three server logs come with it)
-  timeout -k 10 "$LEFT" "$PY" -m bench.paired --profile gpu --model "$MODEL_DIR" --out "$OUT/paired" "$@"
+  timeout -k 10 "$LEFT" "$PY" -m bench.paired --profile gpu --model "$MODEL_DIR" --out "$OUT/paired" \
+    --deadline-s "$LEFT" "$@"
   say "bench.paired exit $?"
   exit 0
 fi

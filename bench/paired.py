@@ -19,6 +19,9 @@ versions side by side); it is not passed on to the server's environment.
 `--system TEXT` sends every prompt a second time to each server behind that system
 message (target `<label>+sys`): the gateway adds an empty one where a request has none,
 so this sets the two servers' prompts to the same tokens.
+`--deadline-s` (as `gpu_run.sh` passes its call's time left): a server that could not
+be ready with `--turns-s` still to spare is not started, and the turns stop in time to
+stop the servers (`cut_at_deadline` in the summary).
 Results: --out/summary.json (medians, paired differences against the first target, and
 every sample); with several workloads (`--workload 1024x128,128x128`, one after another on
 the same servers, which on the H200 take minutes to start) one summary-<IN>x<OUT>.json each.
@@ -30,6 +33,7 @@ import argparse
 import functools
 import json
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -134,6 +138,14 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
         help="a server not ready by then is dropped and the others take their turns "
         "(cold starts on the H200: 82-133 s)",
     )
+    p.add_argument(
+        "--deadline-s",
+        type=float,
+        default=None,
+        help="seconds this run may take: servers must be ready by then less --turns-s (a "
+        "later one is dropped), and the turns stop in time to stop the servers",
+    )
+    p.add_argument("--turns-s", type=float, default=120.0, help="kept for the turns")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=18600, help="first port; +10 per server")
     p.add_argument("--out", default=None)
@@ -147,8 +159,13 @@ def summary_path(out: Path, workload: str, several: bool) -> Path:
     return out / (f"summary-{workload}.json" if several else "summary.json")
 
 
+STOP_S = 20.0  # kept at the deadline for stopping the servers
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
+    t0 = time.monotonic()
+    end = None if args.deadline_s is None else t0 + args.deadline_s - STOP_S
     stop_all_on_exit()
     prof = PROFILES[args.profile]
     model = ensure_model(args, prof)
@@ -163,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, tuple[dict[str, Any], dict[str, str]]] = {}
     dropped: dict[str, str] = {}  # label: why it never took a turn
 
-    def save(workload: str, samples: Samples, errors: dict[str, str]) -> dict[str, Any]:
+    def save(
+        workload: str, samples: Samples, errors: dict[str, str], cut: bool = False
+    ) -> dict[str, Any]:
         summary = summarize(samples) if all(samples.values()) else {}
         result = {
             "args": {k: v for k, v in vars(args).items() if k != "specs"} | {"workload": workload},
@@ -174,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             "summary": summary,
             "errors": errors,
             "dropped": dropped,
+            "cut_at_deadline": cut,
             "samples": samples,
         }
         path = summary_path(out, workload, len(workloads) > 1)
@@ -207,7 +227,12 @@ def main(argv: list[str] | None = None) -> int:
         for i, prompt in enumerate(prompts[: args.warmups]):
             for target in turn_order(goals, i):
                 send(target, prompt, out_len)
+        cut = False
         for i, prompt in enumerate(prompts[args.warmups :]):
+            if end is not None and time.monotonic() > end:
+                cut = True  # what ran is kept; the servers still get stopped in time
+                print(f"paired: deadline, {workload} cut after {i} turns", flush=True)
+                break
             for target in turn_order(goals, i):
                 try:
                     samples[target.label].append(send(target, prompt, out_len))
@@ -215,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
                     samples[target.label].append(None)
                     errors.setdefault(target.label, str(exc)[:300])
             save(workload, samples, errors)  # after every turn: a cut run keeps what it has
-        results[workload] = (save(workload, samples, errors), errors)
+        results[workload] = (save(workload, samples, errors, cut), errors)
 
     def make(n: int, spec: ServerSpec) -> ServerProcess:
         server = bench_server(
@@ -230,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         ready, gone = start_each(
             ((s.label, functools.partial(make, n, s)) for n, s in enumerate(args.specs)),
             args.ready_timeout_s, say=lambda line: print(line, flush=True),
+            ready_by=None if end is None else end - args.turns_s, clock=time.monotonic,
         )  # fmt: skip
         servers.update(ready)
         dropped.update(gone)
@@ -239,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         with favoured_client():
             for workload in workloads:
+                if end is not None and time.monotonic() > end:
+                    break
                 run(workload)
     finally:
         for server in servers.values():

@@ -186,3 +186,81 @@ def test_timed_request_raises_on_an_http_error(stream_port: int) -> None:
     _Stream.status = 503
     with pytest.raises(ValueError, match="HTTP 503"):
         timed_request(stream_port, {"messages": []})
+
+
+class _Clock:
+    """A monotonic clock that moves only when told (stands in for `time` in bench.paired)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class _Server:
+    """What bench.paired needs of a server: starts at once, ready in 100 s of the clock."""
+
+    def __init__(self, clock: _Clock, port: int) -> None:
+        self.clock, self.port, self.env = clock, port, {}
+        self.base_url = f"http://127.0.0.1:{port}"
+        self.stopped = False
+
+    def start(self) -> None:
+        self.clock.now += 100.0
+
+    def wait_ready(self, timeout_s: float) -> float:
+        return 100.0
+
+    def stop(self, grace_s: float = 30.0) -> int | None:
+        self.stopped = True
+        return 0
+
+
+def test_the_turns_stop_before_the_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--deadline-s: the turns end in time to stop the servers (20 s before it), what ran is
+    kept and the summary says it was cut; a server that could not be ready with --turns-s
+    to spare is never started."""
+    import contextlib
+    import types
+
+    import bench.paired as paired
+
+    clock = _Clock()
+    made: dict[int, _Server] = {}
+
+    def server(kind: str, prof: object, **kw: Any) -> _Server:
+        made[kw["port"]] = _Server(clock, kw["port"])
+        return made[kw["port"]]
+
+    def request(port: int, body: dict[str, Any]) -> dict[str, float]:
+        clock.now += 10.0  # each request takes 10 s of the clock
+        return {"ttft_ms": 20.0, "e2e_ms": 100.0, "tokens": 8.0, "tpot_ms": 10.0}
+
+    monkeypatch.setattr(paired, "time", types.SimpleNamespace(monotonic=clock.monotonic))
+    monkeypatch.setattr(paired, "bench_server", server)
+    monkeypatch.setattr(paired, "timed_request", request)
+    monkeypatch.setattr(paired, "random_prompts", lambda model, n, count, seed: ["p"] * count)
+    monkeypatch.setattr(paired, "ensure_model", lambda args, prof: "model")
+    monkeypatch.setattr(paired, "favoured_client", contextlib.nullcontext)
+    monkeypatch.setattr(paired, "stop_all_on_exit", lambda: None)
+    monkeypatch.setattr(paired, "stop_all", lambda: None)
+    stats = types.SimpleNamespace(snapshot=lambda url: {}, timings=lambda a, b: {})
+    monkeypatch.setattr(paired, "engine_stats", stats)
+    monkeypatch.setattr(paired, "engine_sample", lambda timings: {})
+    argv = ["--out", str(tmp_path), "--requests", "50", "--warmups", "1", "--turns-s", "250"]
+    argv += ["--deadline-s", "500", "--server", "a=vllm", "--server", "b=gateway"]
+    argv += ["--server", "c=gateway"]
+    assert paired.main(argv) == 0
+    result = json.loads((tmp_path / "summary.json").read_text())
+    # servers must be ready by 1000 + 500 - 20 - 250 = 1230: a is at 1100, b at 1200, and
+    # c, with 30 s left, is not started
+    assert result["dropped"] == {"c": "not started: 30 s left to start it"}
+    assert sorted(made) == [18600, 18610]
+    assert all(s.stopped for s in made.values())
+    # warm-ups until 1220, then turns of 20 s while the clock is at most 1480: 14 of 50
+    assert result["cut_at_deadline"] is True
+    assert {k: len(v) for k, v in result["samples"].items()} == {"a": 14, "b": 14}
+    assert clock.now == 1500.0

@@ -75,3 +75,34 @@ def test_a_server_that_fails_to_start_is_dropped_too() -> None:
     assert ready == {}
     assert dropped == {"vllm": "address in use"}
     assert broken.calls == ["stop"]
+
+
+def test_a_server_the_deadline_leaves_no_time_for_is_not_started() -> None:
+    """With `ready_by`, a server waits at most until then; one with under a minute left is
+    not started at all (sessions 22 and 23: the third server spent the call starting)."""
+    now = [0.0]
+    made = {
+        "rust": FakeServer("rust", 125.0),
+        "gateway": FakeServer("gateway", 130.0),
+        "gwold": FakeServer("gwold", 130.0),
+    }
+    lines: list[str] = []
+
+    def maker(label: str) -> FakeServer:
+        server = made[label]
+        now[0] += server.ready_after or 0.0  # the clock moves while it starts
+        return server
+
+    ready, dropped = start_each(
+        ((label, lambda label=label: maker(label)) for label in made),
+        300.0,
+        lines.append,
+        ready_by=300.0,
+        clock=lambda: now[0],
+    )
+    assert list(ready) == ["rust", "gateway"]
+    assert made["rust"].calls == ["start", "wait 300"]
+    assert made["gateway"].calls == ["start", "wait 175"]  # the time left, not 300
+    assert made["gwold"].calls == []  # 45 s left: never started
+    assert dropped == {"gwold": "not started: 45 s left to start it"}
+    assert lines[-1] == "paired: gwold dropped: not started: 45 s left to start it"

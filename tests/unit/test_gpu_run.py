@@ -169,7 +169,11 @@ def test_gpu_run_packs_the_paired_servers_logs(tmp_path: Path) -> None:
     paired.mkdir(parents=True)
     for name in ("server-rust.log", "server-gateway.log", "summary-1024x128.json"):
         (paired / name).write_text(name)
-    _dry_gpu_run(tmp_path, PAIRED_ARGS="--server gateway")
+    calls = _dry_gpu_run(tmp_path, PAIRED_ARGS="--server gateway", BENCH_BUDGET_S="400")
+    (call,) = [call for call in calls if "bench.paired" in call]
+    # the call's time left (budget less its own 25 s so far) is bench.paired's deadline
+    assert 360 <= float(call[call.index("--deadline-s") + 1]) <= 375
+    assert call[call.index("--server") + 1] == "gateway"
     assert sorted(p.name for p in paired.iterdir()) == ["summary-1024x128.json"]
     with tarfile.open(tmp_path / "out" / "paired-logs.tar.gz") as packed:
         assert sorted(packed.getnames()) == ["server-gateway.log", "server-rust.log"]
