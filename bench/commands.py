@@ -263,6 +263,7 @@ def results_header(
         "server_args": extra_args,
         "versions": versions(args.python),
         "vllm_frontend": frontend,
+        "together": bool(getattr(args, "together", False)),
         "commands": {
             name: "".join(f"{k}={v} " for k, v in frontend_env(name, frontend).items())
             + shlex.join(

@@ -102,8 +102,15 @@ def build_parser() -> argparse.ArgumentParser:
         "of its own and the server's other processes on the rest (bench.affinity); those "
         "runs go to results.json's pinned_runs, left out of reports",
     )
+    p.add_argument(
+        "--together",
+        action="store_true",
+        help="start every server once and keep them up, each round running their plans in "
+        "turn seconds apart (bench.together); on a GPU each engine gets an equal share of "
+        "its memory",
+    )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--port", type=int, default=18431)
+    p.add_argument("--port", type=int, default=18431, help="first port; +10 per server")
     p.add_argument("--python", default=sys.executable, help="interpreter for servers and client")
     p.add_argument(
         "--results-dir",

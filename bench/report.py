@@ -46,6 +46,25 @@ def _rounds_span(data: dict[str, Any]) -> str:
     return str(lo) if lo == hi else f"{lo}-{hi}"
 
 
+def _sessions_line(data: dict[str, Any]) -> str:
+    """How the servers ran: one at a time (`bench.run`), or up together (`--together`)."""
+    sessions = " → ".join(_session_label(s, data) for s in data["sessions"])
+    if not data.get("together"):
+        return (
+            "- Server sessions in the order they ran (one server at a time, each started "
+            f"fresh): {sessions}"
+        )
+    turns: list[str] = []
+    for run in data["runs"]:
+        label = f"{LABELS[run['server']]} r{run['round']}"
+        if not turns or turns[-1] != label:
+            turns.append(label)
+    return (
+        f"- Servers up together (`--together`), each started once ({sessions}); their runs "
+        f"took turns, seconds apart: {' → '.join(turns)}"
+    )
+
+
 def _session_label(session: dict[str, Any], data: dict[str, Any]) -> str:
     ran = any(
         r.get("metrics")
@@ -124,10 +143,7 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
         f"{', '.join(map(str, data['concurrencies']))}; rounds per point and server: "
         f"{_rounds_span(data)}"
     )
-    add(
-        "- Server sessions in the order they ran (one server at a time, each started "
-        "fresh): " + " → ".join(_session_label(s, data) for s in data["sessions"])
-    )
+    add(_sessions_line(data))
     add(
         f"- Sampling sent by the client: `{json.dumps(data.get('sampling', {}))}`, "
         "`ignore_eos: true`, streaming with `include_usage`"

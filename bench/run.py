@@ -13,26 +13,20 @@ on both. Results are written after every run; `bench.report` makes the report.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import hashlib
 import json
-import os
-import queue
 import shlex
-import signal
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.affinity import engine_apart
-from bench.client import build_plan, follow, on_end, on_start
 from bench.commands import bench_server, ensure_model, probe, results_header, server_env
 from bench.machine import engine_config_line, favoured_client, loadavg, wait_gpu_released
 from bench.options import build_parser
+from bench.plan_runner import PlanRunner
 from bench.profiles import (
     ROOT,
     SERVER_NAMES,
@@ -42,11 +36,12 @@ from bench.profiles import (
     session_order,
 )
 from bench.servers import ServerError, ServerProcess, stop_all, stop_all_on_exit
+from bench.together import memory_share, run_together
 
 FIRST_TEXT_REQUESTS = 20
 
 
-class Runner:
+class Runner(PlanRunner):
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self._first_text_prompts: list[str] | None = None
@@ -96,17 +91,24 @@ class Runner:
         self.data["harness_autogroup_nice"] = self.harness_nice
         self.save()
         self.log(f"profile {prof.name}, model {model}, results in {self.results_dir}")
-        for rnd in range(1, prof.rounds + 1):
-            for name in session_order(self.servers, rnd):
-                if self.remaining() < (args.session_estimate_s or 0):
-                    self.log(f"deadline: skipping {name} round {rnd}")
-                    self.data.setdefault("skipped", []).append(f"{name}#{rnd}")
-                    continue
-                self.session(name, rnd, model)
+        if args.together:
+            run_together(self, model)
+        else:
+            self.one_at_a_time(model)
         self.data["finished"] = dt.datetime.now().astimezone().isoformat(timespec="seconds")
         self.data["loadavg_end"] = loadavg()
         self.save()
         return self.results_dir / "results.json"
+
+    def one_at_a_time(self, model: str) -> None:
+        """Each round starts, runs and stops each server in turn (`session_order`)."""
+        for rnd in range(1, self.profile.rounds + 1):
+            for name in session_order(self.servers, rnd):
+                if self.remaining() < (self.args.session_estimate_s or 0):
+                    self.log(f"deadline: skipping {name} round {rnd}")
+                    self.data.setdefault("skipped", []).append(f"{name}#{rnd}")
+                    continue
+                self.session(name, rnd, model)
 
     def first_text(self, server: ServerProcess, model: str) -> dict[str, Any]:
         """Time to first chunk and to first text at c=1 (see bench/first_text.py)."""
@@ -123,11 +125,38 @@ class Runner:
             return {"error": str(exc)}
 
     def extra_args(self, name: str) -> list[str]:
-        return shlex.split(getattr(self.args, f"{name}_args", "") or "")
+        flags = shlex.split(getattr(self.args, f"{name}_args", "") or "")
+        if self.args.together:
+            flags += memory_share(self.profile.name, len(self.servers), flags)
+        return flags
 
     def session(self, name: str, rnd: int, model: str) -> None:
+        args = self.args
+        server, record = self.open_session(name, rnd, model, args.port)
+        try:
+            if "error" not in record:
+                server.set_under_load(True)
+                for pinned in pin_order(args.pin_engine_cores, rnd):
+                    if not pinned or server.proc is None:
+                        self.run_plan(server, name, rnd, model)
+                        continue
+                    with engine_apart(server.proc.pid, args.pin_engine_cores) as placed:
+                        self.data.setdefault("pinning", []).append(placed | {"round": rnd})
+                        self.log(f"{name}: engine core on CPUs {placed['engine_cpus']}: {placed}")
+                        self.run_plan(server, name, rnd, model, pinned=True)
+                server.set_under_load(False)
+        except ServerError as exc:
+            record["error"] = str(exc)
+            self.log(f"error: {exc}")
+        finally:
+            self.close_session(server, record)
+
+    def open_session(
+        self, name: str, rnd: int, model: str, port: int
+    ) -> tuple[ServerProcess, dict[str, Any]]:
+        """Start `name`, wait for it and probe it: the server and its session record (with
+        'error' when it did not come up; close it either way)."""
         args, prof = self.args, self.profile
-        port = args.port
         server = bench_server(
             name, prof, python=args.python, model=model, port=port,
             log_path=self.results_dir / f"server-{name}-r{rnd}.log",
@@ -152,119 +181,27 @@ class Runner:
             self.log(f"{name} probe: {record['probe']}")
             record["first_text"] = self.first_text(server, model)
             self.log(f"{name} first-text probe: {record['first_text']}")
-            server.set_under_load(True)
-            for pinned in pin_order(args.pin_engine_cores, rnd):
-                if not pinned or server.proc is None:
-                    self.run_plan(server, name, rnd, model)
-                    continue
-                with engine_apart(server.proc.pid, args.pin_engine_cores) as placed:
-                    self.data.setdefault("pinning", []).append(placed | {"round": rnd})
-                    self.log(f"{name}: engine core on CPUs {placed['engine_cpus']}: {placed}")
-                    self.run_plan(server, name, rnd, model, pinned=True)
-            server.set_under_load(False)
         except ServerError as exc:
             record["error"] = str(exc)
             self.log(f"error: {exc}")
-        finally:
-            record["memory"] = server.snapshot_memory()
-            record["exit_code"] = server.stop()
-            if prof.name == "gpu":
-                record["gpu_mem_after_stop_mib"] = wait_gpu_released()
-            record["loadavg_after"] = loadavg()
-            record["log"] = server.log_path.name
-            config = engine_config_line(server.log_path)
-            if config:
-                record["engine_config_sha1"] = hashlib.sha1(config.encode()).hexdigest()[:12]
-                self.data.setdefault("engine_configs", {})[record["engine_config_sha1"]] = config
-            self.save()
-            self.log(f"stopped {name}: memory {record['memory']}")
+        return server, record
 
-    def run_plan(
-        self, server: ServerProcess, name: str, rnd: int, model: str, pinned: bool = False
+    def close_session(
+        self, server: ServerProcess, record: dict[str, Any], wait_gpu: bool = True
     ) -> None:
-        """Every (workload, concurrency) against one server, from one client process;
-        `pinned` runs (see `bench.affinity`) go to `pinned_runs`, which reports leave out."""
-        args = self.args
-        plan, runs = build_plan(
-            self.profile, name, rnd, python=args.python, model=model, port=server.port,
-            seed=args.seed, results_dir=self.results_dir, pinned=pinned,
-        )  # fmt: skip
-        key = "pinned_runs" if pinned else "runs"
-        self.data.setdefault(key, [])
-        name = f"{name}-pin" if pinned else name
-        plan_path = self.results_dir / f"plan-{name}-r{rnd}.json"
-        plan_path.write_text(json.dumps(plan, indent=1) + "\n")
-        cmd = [args.python, "-m", "bench.vllm_bench", "--plan", str(plan_path)]
-        if args.deadline_s is not None:
-            cmd += ["--stop-at", f"{time.time() + self.remaining() - 5:.0f}"]
-        log_path = self.results_dir / f"client-{name}-r{rnd}.log"
-        events: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
-            )  # fmt: skip
-            reader = threading.Thread(target=follow, args=(proc, log, events), daemon=True)
-            reader.start()
-            try:
-                self._collect(events, runs, server, key)
-            finally:
-                if proc.poll() is None:
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(proc.pid, signal.SIGKILL)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(10)
-                reader.join(10)
-        for tag, run in runs.items():
-            if "metrics" not in run and "error" not in run:
-                run["error"] = "not run (deadline or client failure)"
-                self.data.setdefault("skipped", []).append(tag)
-                self.data[key].append(run)
+        """Stop the server and complete its record (memory, exit code, engine config)."""
+        record["memory"] = server.snapshot_memory()
+        record["exit_code"] = server.stop()
+        if self.profile.name == "gpu" and wait_gpu:
+            record["gpu_mem_after_stop_mib"] = wait_gpu_released()
+        record["loadavg_after"] = loadavg()
+        record["log"] = server.log_path.name
+        config = engine_config_line(server.log_path)
+        if config:
+            record["engine_config_sha1"] = hashlib.sha1(config.encode()).hexdigest()[:12]
+            self.data.setdefault("engine_configs", {})[record["engine_config_sha1"]] = config
         self.save()
-
-    def _collect(
-        self,
-        events: queue.Queue[dict[str, Any] | None],
-        runs: dict[str, dict[str, Any]],
-        server: ServerProcess,
-        key: str = "runs",
-    ) -> None:
-        prof = self.profile
-        # the first event waits for vLLM's import in the client too
-        wait_s = prof.run_timeout_s + 120
-        while True:
-            limit = min(wait_s, max(5.0, self.remaining()))
-            try:
-                event = events.get(timeout=limit)
-            except queue.Empty:
-                cause = "deadline reached" if limit < wait_s else "client silent"
-                self.log(f"{cause} after {limit:.0f} s without a result: stopping the client")
-                return
-            if event is None:  # the client exited
-                return
-            if event["event"] == "client":
-                self.data["client_autogroup_nice"] = event.get("autogroup_nice")
-                continue
-            tag = event.get("tag", "")
-            run = runs.get(tag)
-            if run is None:
-                continue
-            if event["event"] == "start":
-                on_start(run, event, server)
-                self.log(f"{tag}: {run['num_prompts']} prompts, {run['num_warmups']} warm-ups")
-                wait_s = prof.run_timeout_s
-            elif event["event"] == "skip":
-                run["error"] = "skipped: " + event.get("reason", "")
-                self.log(f"{tag}: skipped ({event.get('reason')})")
-                self.data.setdefault("skipped", []).append(tag)
-                self.data[key].append(run)
-            elif event["event"] == "end":
-                self.log(on_end(run, event, server, self.results_dir))
-                self.data[key].append(run)
-                self.save()
-                if not server.alive():
-                    self.log(f"{server.name} died during {tag}")
-                    return
+        self.log(f"stopped {server.name}: memory {record['memory']}")
 
 
 def main(argv: list[str] | None = None) -> int:

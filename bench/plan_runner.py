@@ -1,0 +1,129 @@
+"""One `vllm bench serve` client process against one server: its plan, run and collected.
+
+`bench.run`'s Runner is a PlanRunner: `run_plan` writes the plan of every (workload,
+concurrency) for a server session, starts `python -m bench.vllm_bench --plan` and turns
+the client's events into the results file's runs as they come.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.client import build_plan, follow, on_end, on_start
+from bench.profiles import ROOT, Profile
+from bench.servers import ServerProcess
+
+
+class PlanRunner:
+    """What run_plan needs of its runner: its arguments, profile, results and clock."""
+
+    args: argparse.Namespace
+    profile: Profile
+    results_dir: Path
+    data: dict[str, Any]
+
+    def remaining(self) -> float:
+        raise NotImplementedError
+
+    def save(self) -> None:
+        raise NotImplementedError
+
+    def log(self, msg: str) -> None:
+        raise NotImplementedError
+
+    def run_plan(
+        self, server: ServerProcess, name: str, rnd: int, model: str, pinned: bool = False
+    ) -> None:
+        """Every (workload, concurrency) against one server, from one client process;
+        `pinned` runs (see `bench.affinity`) go to `pinned_runs`, which reports leave out."""
+        args = self.args
+        plan, runs = build_plan(
+            self.profile, name, rnd, python=args.python, model=model, port=server.port,
+            seed=args.seed, results_dir=self.results_dir, pinned=pinned,
+        )  # fmt: skip
+        key = "pinned_runs" if pinned else "runs"
+        self.data.setdefault(key, [])
+        name = f"{name}-pin" if pinned else name
+        plan_path = self.results_dir / f"plan-{name}-r{rnd}.json"
+        plan_path.write_text(json.dumps(plan, indent=1) + "\n")
+        cmd = [args.python, "-m", "bench.vllm_bench", "--plan", str(plan_path)]
+        if args.deadline_s is not None:
+            cmd += ["--stop-at", f"{time.time() + self.remaining() - 5:.0f}"]
+        log_path = self.results_dir / f"client-{name}-r{rnd}.log"
+        events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True,
+            )  # fmt: skip
+            reader = threading.Thread(target=follow, args=(proc, log, events), daemon=True)
+            reader.start()
+            try:
+                self._collect(events, runs, server, key)
+            finally:
+                if proc.poll() is None:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(10)
+                reader.join(10)
+        for tag, run in runs.items():
+            if "metrics" not in run and "error" not in run:
+                run["error"] = "not run (deadline or client failure)"
+                self.data.setdefault("skipped", []).append(tag)
+                self.data[key].append(run)
+        self.save()
+
+    def _collect(
+        self,
+        events: queue.Queue[dict[str, Any] | None],
+        runs: dict[str, dict[str, Any]],
+        server: ServerProcess,
+        key: str = "runs",
+    ) -> None:
+        prof = self.profile
+        # the first event waits for vLLM's import in the client too
+        wait_s = prof.run_timeout_s + 120
+        while True:
+            limit = min(wait_s, max(5.0, self.remaining()))
+            try:
+                event = events.get(timeout=limit)
+            except queue.Empty:
+                cause = "deadline reached" if limit < wait_s else "client silent"
+                self.log(f"{cause} after {limit:.0f} s without a result: stopping the client")
+                return
+            if event is None:  # the client exited
+                return
+            if event["event"] == "client":
+                self.data["client_autogroup_nice"] = event.get("autogroup_nice")
+                continue
+            tag = event.get("tag", "")
+            run = runs.get(tag)
+            if run is None:
+                continue
+            if event["event"] == "start":
+                on_start(run, event, server)
+                self.log(f"{tag}: {run['num_prompts']} prompts, {run['num_warmups']} warm-ups")
+                wait_s = prof.run_timeout_s
+            elif event["event"] == "skip":
+                run["error"] = "skipped: " + event.get("reason", "")
+                self.log(f"{tag}: skipped ({event.get('reason')})")
+                self.data.setdefault("skipped", []).append(tag)
+                self.data[key].append(run)
+            elif event["event"] == "end":
+                self.log(on_end(run, event, server, self.results_dir))
+                self.data[key].append(run)
+                self.save()
+                if not server.alive():
+                    self.log(f"{server.name} died during {tag}")
+                    return

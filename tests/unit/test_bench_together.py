@@ -1,0 +1,144 @@
+"""bench.together: every server up at once, their plans taking turns; and the report's
+line that says so."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.profiles import PROFILES
+from bench.report import _sessions_line
+from bench.together import memory_share, run_together
+
+
+def test_memory_share_splits_the_gpu_evenly_unless_set() -> None:
+    assert memory_share("gpu", 2, []) == ["--gpu-memory-utilization", "0.45"]
+    assert memory_share("gpu", 3, ["--max-num-seqs", "256"]) == ["--gpu-memory-utilization", "0.3"]
+    assert memory_share("gpu", 2, ["--gpu-memory-utilization=0.4"]) == []
+    assert memory_share("cpu", 2, []) == []
+
+
+@dataclass
+class FakeServer:
+    name: str
+    running: bool = True
+    load: list[bool] = field(default_factory=list)
+
+    def alive(self) -> bool:
+        return self.running
+
+    def set_under_load(self, value: bool) -> None:
+        self.load.append(value)
+
+
+@dataclass
+class FakeRunner:
+    """Records what run_together asks of bench.run's Runner; `clock` is what remains."""
+
+    servers: list[str]
+    left: list[float]  # remaining() answers, one per call (the last repeats)
+    fail: set[str] = field(default_factory=set)  # servers that do not come up
+    args: argparse.Namespace = field(
+        default_factory=lambda: argparse.Namespace(port=18431, session_estimate_s=100.0)
+    )
+    profile: Any = field(default_factory=lambda: _profile(rounds=3))
+    data: dict[str, Any] = field(default_factory=dict)
+    calls: list[str] = field(default_factory=list)
+    made: dict[str, FakeServer] = field(default_factory=dict)
+
+    def remaining(self) -> float:
+        return self.left.pop(0) if len(self.left) > 1 else self.left[0]
+
+    def log(self, msg: str) -> None:
+        self.calls.append(f"log {msg}")
+
+    def open_session(
+        self, name: str, rnd: int, model: str, port: int
+    ) -> tuple[FakeServer, dict[str, Any]]:
+        self.calls.append(f"open {name} r{rnd} :{port}")
+        self.made[name] = FakeServer(name)
+        return self.made[name], {"server": name} | ({"error": "x"} if name in self.fail else {})
+
+    def close_session(
+        self, server: FakeServer, record: dict[str, Any], wait_gpu: bool = True
+    ) -> None:
+        self.calls.append(f"close {server.name} wait_gpu={wait_gpu}")
+
+    def run_plan(self, server: FakeServer, name: str, rnd: int, model: str) -> None:
+        self.calls.append(f"plan {name} r{rnd}")
+
+
+def _profile(rounds: int) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(PROFILES["gpu"], rounds=rounds)
+
+
+def test_servers_start_once_and_their_plans_alternate_round_by_round() -> None:
+    runner = FakeRunner(["vllm", "gateway"], left=[1000.0])
+    run_together(runner, "m")  # type: ignore[arg-type]
+    assert runner.calls == [
+        "open vllm r1 :18431",
+        "open gateway r1 :18441",
+        "plan vllm r1",
+        "plan gateway r1",
+        "plan gateway r2",
+        "plan vllm r2",
+        "plan vllm r3",
+        "plan gateway r3",
+        "close vllm wait_gpu=False",
+        "close gateway wait_gpu=True",  # the GPU is waited for once, after the last
+    ]
+    assert runner.made["vllm"].load == [True, False] * 3  # under load only in its plans
+
+
+def test_a_server_that_did_not_come_up_or_died_takes_no_turns() -> None:
+    runner = FakeRunner(["vllm", "gateway", "gw2"], left=[1000.0], fail={"gw2"})
+    runner.profile = _profile(rounds=2)
+    original = runner.run_plan
+
+    def plan_then_die(server: FakeServer, name: str, rnd: int, model: str) -> None:
+        original(server, name, rnd, model)
+        if name == "vllm":
+            server.running = False  # vllm dies during its first plan
+
+    runner.run_plan = plan_then_die  # type: ignore[method-assign]
+    run_together(runner, "m")  # type: ignore[arg-type]
+    plans = [c for c in runner.calls if c.startswith("plan")]
+    assert plans == ["plan vllm r1", "plan gateway r1", "plan gateway r2"]
+    assert runner.data["skipped"] == ["vllm#2"]
+    assert [c for c in runner.calls if c.startswith("close")] == [
+        "close vllm wait_gpu=False",
+        "close gateway wait_gpu=False",
+        "close gw2 wait_gpu=True",  # opened, so closed, though it never came up
+    ]
+
+
+def test_the_deadline_skips_what_would_not_fit() -> None:
+    # remaining(): enough to start vllm, not gateway (estimate 100 s); then 500 s for the
+    # first plan and 20 s (under the 30 s a client needs) for the rest
+    runner = FakeRunner(["vllm", "gateway"], left=[400.0, 90.0, 500.0, 20.0])
+    run_together(runner, "m")  # type: ignore[arg-type]
+    assert [c for c in runner.calls if not c.startswith("log")] == [
+        "open vllm r1 :18431",
+        "plan vllm r1",
+        "close vllm wait_gpu=True",
+    ]
+    assert runner.data["skipped"] == ["gateway#1", "vllm#2", "vllm#3"]
+
+
+def test_the_report_says_how_the_servers_ran() -> None:
+    sessions = [{"server": "vllm", "round": 1}, {"server": "gateway", "round": 1}]
+    runs = [
+        {"server": s, "round": r, "metrics": {"request_throughput": 1.0}}
+        for s, r in [("vllm", 1), ("vllm", 1), ("gateway", 1), ("gateway", 2), ("vllm", 2)]
+    ]
+    together = _sessions_line({"together": True, "sessions": sessions, "runs": runs})
+    assert together == (
+        "- Servers up together (`--together`), each started once (vllm serve r1 → gateway "
+        "r1); their runs took turns, seconds apart: vllm serve r1 → gateway r1 → gateway r2 "
+        "→ vllm serve r2"
+    )
+    apart = _sessions_line({"sessions": sessions, "runs": runs})
+    assert apart.startswith("- Server sessions in the order they ran (one server at a time")
