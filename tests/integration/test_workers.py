@@ -84,10 +84,12 @@ def chat_requests_by_process(prom_dir: Path) -> dict[str, float]:
 
 
 def test_two_workers_one_engine(workers) -> None:  # type: ignore[no-untyped-def]
-    proc, _, _ = workers
+    proc, live, _ = workers
     family = _family(proc)
     assert len(_named(family, "APIServer")) == 2
     assert len(_named(family, "EngineCore")) == 1
+    # each worker's engine client reads vLLM's settings once from then on, as the core does
+    assert live.log.read_text(errors="replace").count("vllm_settings=cached") == 2
 
 
 def test_each_worker_warms_up_and_only_the_engine_counts_it(workers) -> None:  # type: ignore[no-untyped-def]
