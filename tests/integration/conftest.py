@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import openai
+import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,7 +109,7 @@ def start_gateway(
     try:
         wait_healthy(live.base_url, proc, live.log, STARTUP_TIMEOUT)
     except BaseException:
-        proc.kill()
+        stop(proc, timeout=10)
         raise
     return proc, live
 
@@ -139,13 +140,25 @@ def launch_gateway(
 
 
 def stop(proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    """SIGTERM, then SIGKILL if it is still running after `timeout` seconds."""
+    """SIGTERM, then SIGKILL if it is still running after `timeout` seconds; then whatever
+    it had started and outlived it (a gateway's engine core and HTTP workers, orphaned
+    when the parent was killed) is killed too, so a fixture leaves nothing behind even
+    when the test that stops its server gracefully did not run (`pytest -k`)."""
+    family: list[psutil.Process] = []
+    if proc.poll() is None:
+        with contextlib.suppress(psutil.Error):
+            family = psutil.Process(proc.pid).children(recursive=True)
     proc.terminate()
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    _, alive = psutil.wait_procs(family, timeout=min(timeout, 30))
+    for child in alive:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(alive, timeout=10)
 
 
 @pytest.fixture(scope="session")

@@ -20,7 +20,13 @@ from openai import AsyncOpenAI
 from prometheus_client.mmap_dict import MmapedDict
 
 from tests.deploy_files import dashboard_metric_names
-from tests.integration.conftest import LiveGateway, launch_gateway, server_env, start_gateway
+from tests.integration.conftest import (
+    LiveGateway,
+    launch_gateway,
+    server_env,
+    start_gateway,
+    stop,
+)
 from tests.integration.live_helpers import (
     DRAIN_FLAGS,
     HI,
@@ -50,9 +56,7 @@ def workers(
     try:
         yield proc, live, prom_dir
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop(proc)  # normally test_sigterm_drains_every_worker has stopped it already
 
 
 def _family(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
@@ -179,9 +183,7 @@ def doomed(
     try:
         yield proc, live
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        stop(proc)  # normally test_engine_death_stops_every_worker_with_status_3 ended it
 
 
 def test_workers_share_one_admission_limit(doomed) -> None:  # type: ignore[no-untyped-def]
@@ -239,7 +241,7 @@ def test_sigterm_during_start_up_exits_143_with_workers(
     try:
         wait_for(lambda: bool(engine_cores(proc.pid)), 120)  # start-up under way
     except BaseException:
-        proc.kill()
+        stop(proc, timeout=10)
         raise
     cores = engine_cores(proc.pid)
     assert _status_after(proc, signal.SIGTERM, 120) == 128 + signal.SIGTERM
@@ -268,4 +270,4 @@ def _status_after(proc: subprocess.Popen[bytes], sig: int, timeout: float) -> in
         return proc.wait(timeout=timeout)
     finally:
         if proc.poll() is None:
-            proc.kill()
+            stop(proc, timeout=10)
