@@ -72,6 +72,19 @@ def server_argv(
     return [python, "-m", "app", "serve", model, *host, *engine_args]
 
 
+SHARED_GPU_MEMORY = 0.8  # of the GPU's memory, split evenly among servers up at once
+MEMORY_FLAG = "--gpu-memory-utilization"
+
+
+def memory_share(profile: str, servers: int, share: float | None = None) -> list[str]:
+    """The flags that give each of `servers` engines up at once its share of the memory:
+    `share` when given, else on a GPU an equal part of `SHARED_GPU_MEMORY`; none on the CPU
+    profile (`bench.paired`, `bench.run --together`)."""
+    if not share and profile == "gpu":
+        share = SHARED_GPU_MEMORY / max(servers, 1)
+    return [MEMORY_FLAG, str(round(share, 3))] if share else []
+
+
 def server_cwd(name: str, gateway_root: str | None) -> str:
     if name == "gateway" and gateway_root:
         return str(Path(gateway_root).resolve())

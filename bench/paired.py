@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bench import engine_stats
-from bench.commands import bench_server, ensure_model
+from bench.commands import bench_server, ensure_model, memory_share
 from bench.first_text import random_prompts
 from bench.machine import favoured_client
 from bench.options import sampling_values
@@ -164,15 +164,17 @@ STOP_S = 20.0  # kept at the deadline for stopping the servers
 
 def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
-    t0 = time.monotonic()
-    end = None if args.deadline_s is None else t0 + args.deadline_s - STOP_S
+    end = None if args.deadline_s is None else time.monotonic() + args.deadline_s - STOP_S
+
+    def out_of_time() -> bool:
+        return end is not None and time.monotonic() > end
+
     stop_all_on_exit()
     prof = PROFILES[args.profile]
     model = ensure_model(args, prof)
     out = Path(args.out or ROOT / "bench" / "results" / "tmp" / "paired")
     out.mkdir(parents=True, exist_ok=True)
-    share = args.memory_share or (0.8 / len(args.specs) if prof.name == "gpu" else None)
-    memory = ["--gpu-memory-utilization", str(round(share, 3))] if share else []
+    memory = memory_share(prof.name, len(args.specs), args.memory_share)
     servers: dict[str, ServerProcess] = {}
     sampling = prof.sampling if args.sampling is None else args.sampling
     goals = targets(args.specs, args.system)
@@ -229,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
                 send(target, prompt, out_len)
         cut = False
         for i, prompt in enumerate(prompts[args.warmups :]):
-            if end is not None and time.monotonic() > end:
+            if out_of_time():
                 cut = True  # what ran is kept; the servers still get stopped in time
                 print(f"paired: deadline, {workload} cut after {i} turns", flush=True)
                 break
@@ -265,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         with favoured_client():
             for workload in workloads:
-                if end is not None and time.monotonic() > end:
+                if out_of_time():
                     break
                 run(workload)
     finally:

@@ -41,6 +41,11 @@ class PlanRunner:
     def log(self, msg: str) -> None:
         raise NotImplementedError
 
+    def skip(self, tag: str, why: str) -> None:
+        """Note a session or run that did not take place (the report lists them)."""
+        self.log(why)
+        self.data.setdefault("skipped", []).append(tag)
+
     def run_plan(
         self, server: ServerProcess, name: str, rnd: int, model: str, pinned: bool = False
     ) -> None:
@@ -117,8 +122,7 @@ class PlanRunner:
                 wait_s = prof.run_timeout_s
             elif event["event"] == "skip":
                 run["error"] = "skipped: " + event.get("reason", "")
-                self.log(f"{tag}: skipped ({event.get('reason')})")
-                self.data.setdefault("skipped", []).append(tag)
+                self.skip(tag, f"{tag}: skipped ({event.get('reason')})")
                 self.data[key].append(run)
             elif event["event"] == "end":
                 self.log(on_end(run, event, server, self.results_dir))

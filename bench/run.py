@@ -36,7 +36,7 @@ from bench.profiles import (
     session_order,
 )
 from bench.servers import ServerError, ServerProcess, stop_all, stop_all_on_exit
-from bench.together import memory_share, run_together
+from bench.together import memory_flags, run_together
 
 FIRST_TEXT_REQUESTS = 20
 
@@ -105,8 +105,7 @@ class Runner(PlanRunner):
         for rnd in range(1, self.profile.rounds + 1):
             for name in session_order(self.servers, rnd):
                 if self.remaining() < (self.args.session_estimate_s or 0):
-                    self.log(f"deadline: skipping {name} round {rnd}")
-                    self.data.setdefault("skipped", []).append(f"{name}#{rnd}")
+                    self.skip(f"{name}#{rnd}", f"deadline: skipping {name} round {rnd}")
                     continue
                 self.session(name, rnd, model)
 
@@ -127,7 +126,7 @@ class Runner(PlanRunner):
     def extra_args(self, name: str) -> list[str]:
         flags = shlex.split(getattr(self.args, f"{name}_args", "") or "")
         if self.args.together:
-            flags += memory_share(self.profile.name, len(self.servers), flags)
+            flags += memory_flags(self.profile.name, len(self.servers), flags)
         return flags
 
     def session(self, name: str, rnd: int, model: str) -> None:

@@ -4,7 +4,8 @@ One server at a time, sessions minutes apart, measured the H200 lease's drift as
 the servers: in session 23 `vllm serve` (Rust frontend) made 92.1 and then 107.6 req/s at
 1024x128@64 in two sessions of one call, the gateway 95.9 and 84.2 in another. Here each
 server starts once (one after another: each engine sizes its memory on what the earlier
-ones left, so on a GPU each gets an equal share, `--gpu-memory-utilization`), then every
+ones left, so on a GPU each gets an equal share, `--gpu-memory-utilization`, as in
+`bench.paired`), then every
 round runs each server's plan in `session_order` (A B, B A, ...), so a round's two runs are
 seconds apart and drift falls on both. The idle server waits on its sockets meanwhile.
 """
@@ -13,20 +14,19 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from bench.commands import MEMORY_FLAG, memory_share
 from bench.profiles import session_order
 from bench.servers import ServerError, ServerProcess
 
-GPU_SHARE = 0.9  # of the GPU's memory, split evenly among the servers
 PLAN_LEAST_S = 30.0  # a client imports vLLM (5-40 s) before its first run: less is not tried
-MEMORY_FLAG = "--gpu-memory-utilization"
 
 
-def memory_share(profile: str, servers: int, flags: list[str]) -> list[str]:
-    """The flags that give each of `servers` engines an equal share of the GPU's memory;
-    none on the CPU profile or where the server's own flags already set it."""
-    if profile != "gpu" or any(f.startswith(MEMORY_FLAG) for f in flags):
+def memory_flags(profile: str, servers: int, flags: list[str]) -> list[str]:
+    """`bench.commands.memory_share`'s flags for one of `servers` engines up together;
+    none where the server's own flags already set its memory."""
+    if any(f.startswith(MEMORY_FLAG) for f in flags):
         return []
-    return [MEMORY_FLAG, f"{GPU_SHARE / max(servers, 1):.3g}"]
+    return memory_share(profile, servers)
 
 
 class SessionRunner(Protocol):
@@ -40,6 +40,8 @@ class SessionRunner(Protocol):
     def remaining(self) -> float: ...
 
     def log(self, msg: str) -> None: ...
+
+    def skip(self, tag: str, why: str) -> None: ...
 
     def open_session(
         self, name: str, rnd: int, model: str, port: int
@@ -61,8 +63,7 @@ def run_together(runner: SessionRunner, model: str) -> None:
     try:
         for n, name in enumerate(runner.servers):
             if runner.remaining() < (args.session_estimate_s or 0):
-                runner.log(f"deadline: not starting {name}")
-                runner.data.setdefault("skipped", []).append(f"{name}#1")
+                runner.skip(f"{name}#1", f"deadline: not starting {name}")
                 continue
             server, record = runner.open_session(name, 1, model, args.port + 10 * n)
             opened.append((server, record))
@@ -71,12 +72,12 @@ def run_together(runner: SessionRunner, model: str) -> None:
         for rnd in range(1, runner.profile.rounds + 1):
             for name in session_order(list(up), rnd):
                 if runner.remaining() < PLAN_LEAST_S:
-                    runner.log(f"deadline: skipping {name} round {rnd}")
-                    runner.data.setdefault("skipped", []).append(f"{name}#{rnd}")
+                    runner.skip(f"{name}#{rnd}", f"deadline: skipping {name} round {rnd}")
                     continue
                 if not up[name].alive():
-                    runner.log(f"{name} is no longer running: round {rnd} skipped")
-                    runner.data.setdefault("skipped", []).append(f"{name}#{rnd}")
+                    runner.skip(
+                        f"{name}#{rnd}", f"{name} is no longer running: round {rnd} skipped"
+                    )
                     continue
                 _one_plan(runner, up[name], name, rnd, model)
     finally:
@@ -91,7 +92,6 @@ def _one_plan(
     try:
         runner.run_plan(server, name, rnd, model)
     except ServerError as exc:
-        runner.log(f"error: {exc}")
-        runner.data.setdefault("skipped", []).append(f"{name}#{rnd}")
+        runner.skip(f"{name}#{rnd}", f"error: {exc}")
     finally:
         server.set_under_load(False)

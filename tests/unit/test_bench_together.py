@@ -7,16 +7,23 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.commands import memory_share
 from bench.profiles import PROFILES
 from bench.report import _sessions_line
-from bench.together import memory_share, run_together
+from bench.together import memory_flags, run_together
 
 
 def test_memory_share_splits_the_gpu_evenly_unless_set() -> None:
-    assert memory_share("gpu", 2, []) == ["--gpu-memory-utilization", "0.45"]
-    assert memory_share("gpu", 3, ["--max-num-seqs", "256"]) == ["--gpu-memory-utilization", "0.3"]
-    assert memory_share("gpu", 2, ["--gpu-memory-utilization=0.4"]) == []
-    assert memory_share("cpu", 2, []) == []
+    """As bench.paired splits it: 0.8 of the GPU's memory among the servers up at once."""
+    assert memory_flags("gpu", 2, []) == ["--gpu-memory-utilization", "0.4"]
+    assert memory_flags("gpu", 3, ["--max-num-seqs", "256"]) == [
+        "--gpu-memory-utilization",
+        "0.267",
+    ]
+    assert memory_flags("gpu", 2, ["--gpu-memory-utilization=0.4"]) == []
+    assert memory_flags("cpu", 2, []) == []
+    assert memory_share("gpu", 3) == memory_flags("gpu", 3, [])  # bench.paired's, the same
+    assert memory_share("cpu", 2, 0.3) == ["--gpu-memory-utilization", "0.3"]  # --memory-share
 
 
 @dataclass
@@ -52,6 +59,10 @@ class FakeRunner:
 
     def log(self, msg: str) -> None:
         self.calls.append(f"log {msg}")
+
+    def skip(self, tag: str, why: str) -> None:  # as bench.plan_runner.PlanRunner's
+        self.log(why)
+        self.data.setdefault("skipped", []).append(tag)
 
     def open_session(
         self, name: str, rnd: int, model: str, port: int
