@@ -1,8 +1,10 @@
-"""One `vllm bench serve` client process against one server: its plan, run and collected.
+"""One `vllm bench serve` client process against one or more servers: its plan, run and
+collected.
 
 `bench.run`'s Runner is a PlanRunner: `run_plan` writes the plan of every (workload,
 concurrency) for a server session, starts `python -m bench.vllm_bench --plan` and turns
-the client's events into the results file's runs as they come.
+the client's events into the results file's runs as they come; `run_plans` does the same
+for several sessions' rounds in turn (`bench.run --together`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from typing import Any
 from bench.client import build_plan, follow, on_end, on_start
 from bench.profiles import ROOT, Profile
 from bench.servers import ServerProcess
+
+Entry = tuple[ServerProcess, str, int]  # a server, its name, the round
 
 
 class PlanRunner:
@@ -51,20 +55,35 @@ class PlanRunner:
     ) -> None:
         """Every (workload, concurrency) against one server, from one client process;
         `pinned` runs (see `bench.affinity`) go to `pinned_runs`, which reports leave out."""
+        self.run_plans([(server, name, rnd)], model, pinned=pinned)
+
+    def run_plans(self, entries: list[Entry], model: str, pinned: bool = False) -> None:
+        """Every entry's (workload, concurrency) points against its server, in the entries'
+        order, from one client process: vLLM is imported once (17-25 s on the H200's host)
+        however many servers and rounds the entries hold."""
         args = self.args
-        plan, runs = build_plan(
-            self.profile, name, rnd, python=args.python, model=model, port=server.port,
-            seed=args.seed, results_dir=self.results_dir, pinned=pinned,
-        )  # fmt: skip
+        plan: list[dict[str, Any]] = []
+        runs: dict[str, dict[str, Any]] = {}
+        owners: dict[str, ServerProcess] = {}
+        for server, name, rnd in entries:
+            items, records = build_plan(
+                self.profile, name, rnd, python=args.python, model=model, port=server.port,
+                seed=args.seed, results_dir=self.results_dir, pinned=pinned,
+            )  # fmt: skip
+            plan += items
+            runs |= records
+            owners |= dict.fromkeys(records, server)
         key = "pinned_runs" if pinned else "runs"
         self.data.setdefault(key, [])
-        name = f"{name}-pin" if pinned else name
-        plan_path = self.results_dir / f"plan-{name}-r{rnd}.json"
+        label = f"{entries[0][1]}{'-pin' if pinned else ''}-r{entries[0][2]}"
+        if len(entries) > 1:
+            label = f"together-{len(entries)}-r{entries[0][2]}-r{entries[-1][2]}"
+        plan_path = self.results_dir / f"plan-{label}.json"
         plan_path.write_text(json.dumps(plan, indent=1) + "\n")
         cmd = [args.python, "-m", "bench.vllm_bench", "--plan", str(plan_path)]
         if args.deadline_s is not None:
             cmd += ["--stop-at", f"{time.time() + self.remaining() - 5:.0f}"]
-        log_path = self.results_dir / f"client-{name}-r{rnd}.log"
+        log_path = self.results_dir / f"client-{label}.log"
         events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
@@ -74,8 +93,10 @@ class PlanRunner:
             reader = threading.Thread(target=follow, args=(proc, log, events), daemon=True)
             reader.start()
             try:
-                self._collect(events, runs, server, key)
+                self._collect(events, runs, owners, key)
             finally:
+                for server in owners.values():
+                    server.set_under_load(False)
                 if proc.poll() is None:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(proc.pid, signal.SIGKILL)
@@ -93,9 +114,13 @@ class PlanRunner:
         self,
         events: queue.Queue[dict[str, Any] | None],
         runs: dict[str, dict[str, Any]],
-        server: ServerProcess,
+        owners: dict[str, ServerProcess],
         key: str = "runs",
     ) -> None:
+        """Turn the client's events into run records until it exits, goes silent, or the
+        deadline comes; a server is under load from its run's start to its end. One that
+        died is left to the client, which skips the runs of a server that no longer
+        listens; the client is stopped when every server has died."""
         prof = self.profile
         # the first event waits for vLLM's import in the client too
         wait_s = prof.run_timeout_s + 120
@@ -116,7 +141,9 @@ class PlanRunner:
             run = runs.get(tag)
             if run is None:
                 continue
+            server = owners[tag]
             if event["event"] == "start":
+                server.set_under_load(True)
                 on_start(run, event, server)
                 self.log(f"{tag}: {run['num_prompts']} prompts, {run['num_warmups']} warm-ups")
                 wait_s = prof.run_timeout_s
@@ -125,9 +152,11 @@ class PlanRunner:
                 self.skip(tag, f"{tag}: skipped ({event.get('reason')})")
                 self.data[key].append(run)
             elif event["event"] == "end":
+                server.set_under_load(False)
                 self.log(on_end(run, event, server, self.results_dir))
                 self.data[key].append(run)
                 self.save()
                 if not server.alive():
                     self.log(f"{server.name} died during {tag}")
-                    return
+                    if not any(s.alive() for s in owners.values()):
+                        return

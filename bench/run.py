@@ -134,7 +134,6 @@ class Runner(PlanRunner):
         server, record = self.open_session(name, rnd, model, args.port)
         try:
             if "error" not in record:
-                server.set_under_load(True)
                 for pinned in pin_order(args.pin_engine_cores, rnd):
                     if not pinned or server.proc is None:
                         self.run_plan(server, name, rnd, model)
@@ -143,7 +142,6 @@ class Runner(PlanRunner):
                         self.data.setdefault("pinning", []).append(placed | {"round": rnd})
                         self.log(f"{name}: engine core on CPUs {placed['engine_cpus']}: {placed}")
                         self.run_plan(server, name, rnd, model, pinned=True)
-                server.set_under_load(False)
         except ServerError as exc:
             record["error"] = str(exc)
             self.log(f"error: {exc}")

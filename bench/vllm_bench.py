@@ -8,7 +8,9 @@ client from its modules, with vLLM's own argument parser; ARGS are exactly those
 one after the other in one process (vLLM is imported once: that import takes 5-40 s),
 each with its own argument list from PLAN.json (`[{"tag": ..., "argv": [...]}, ...]`).
 It prints `@@bench {"event": "client"|"start"|"end", ...}` lines that `bench.run`
-follows, and skips what would start after EPOCH (a deadline, in `time.time()` seconds).
+follows, and skips what would start after EPOCH (a deadline, in `time.time()` seconds)
+or against a server that no longer listens. One plan may hold several servers' runs
+(`bench.run --together`: each round of every server from one client).
 Around each run it reads vLLM's request timings from the server's `/metrics`
 (`bench.engine_stats`); the "end" line carries their means over the run.
 The client first raises its session's CPU weight (`bench.machine.favour_client`).
@@ -18,9 +20,12 @@ from __future__ import annotations
 
 import inspect
 import json
+import socket
 import sys
 import time
 import traceback
+import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 from bench import engine_stats
@@ -68,28 +73,47 @@ def _meter_benchmark(serve_module: Any, usage: dict[str, float]) -> None:
 def run_plan(plan_path: str, stop_at: float | None) -> int:
     import vllm.benchmarks.serve as serve_module
 
-    bench_main = serve_module.main
     usage: dict[str, float] = {}
     _meter_benchmark(serve_module, usage)
-
     with open(plan_path, encoding="utf-8") as fh:
         plan = json.load(fh)
-    parser = _parser()
+    return run_items(plan, stop_at, _parser().parse_args, serve_module.main, usage)
+
+
+def run_items(
+    plan: list[dict[str, Any]],
+    stop_at: float | None,
+    parse: Callable[[list[str]], Any],
+    bench_main: Callable[[Any], Any],
+    usage: dict[str, float],
+) -> int:
+    """Each item's benchmark in turn; one that would start after `stop_at` less its
+    `min_s`, or whose server no longer listens (it died: vLLM's ready check would wait
+    out its timeout), is skipped with a "skip" event. 1 when any run failed."""
     failures = 0
     for item in plan:
         tag = item["tag"]
         if stop_at is not None and time.time() > stop_at - float(item.get("min_s", 15)):
             _event(event="skip", tag=tag, reason="deadline")
             continue
+        try:
+            args = parse(item["argv"])
+        except BaseException:  # a failed run must not stop the others
+            failures += 1
+            traceback.print_exc()
+            _event(event="start", tag=tag, loadavg=loadavg(), time=time.time())
+            _event(event="end", tag=tag, ok=False, wall_s=0.0, loadavg=loadavg())
+            continue
+        base_url = getattr(args, "base_url", None)
+        if base_url and not listening(base_url):
+            _event(event="skip", tag=tag, reason=f"nothing listens at {base_url}")
+            continue
         _event(event="start", tag=tag, loadavg=loadavg(), time=time.time())
         start = time.monotonic()
         usage.clear()
         ok = True
-        base_url, before = None, None
+        before = engine_stats.snapshot(base_url) if base_url else None
         try:
-            args = parser.parse_args(item["argv"])
-            base_url = getattr(args, "base_url", None)
-            before = engine_stats.snapshot(base_url) if base_url else None
             bench_main(args)
         except BaseException as exc:  # a failed run must not stop the others
             ok = False
@@ -111,6 +135,16 @@ def run_plan(plan_path: str, stop_at: float | None) -> int:
             engine_timings=engine_stats.timings(before, after),
         )
     return 1 if failures else 0
+
+
+def listening(base_url: str, timeout: float = 5.0) -> bool:
+    """Whether a TCP connection to `base_url`'s host and port is accepted."""
+    url = urllib.parse.urlsplit(base_url)
+    try:
+        with socket.create_connection((url.hostname or "127.0.0.1", url.port or 80), timeout):
+            return True
+    except OSError:
+        return False
 
 
 def main(argv: list[str]) -> int:

@@ -76,8 +76,9 @@ class FakeRunner:
     ) -> None:
         self.calls.append(f"close {server.name} wait_gpu={wait_gpu}")
 
-    def run_plan(self, server: FakeServer, name: str, rnd: int, model: str) -> None:
-        self.calls.append(f"plan {name} r{rnd}")
+    def run_plans(self, entries: list[tuple[FakeServer, str, int]], model: str) -> None:
+        self.calls.append("client")  # one client process for all of them
+        self.calls += [f"plan {name} r{rnd}" for server, name, rnd in entries]
 
 
 def _profile(rounds: int) -> Any:
@@ -92,6 +93,7 @@ def test_servers_start_once_and_their_plans_alternate_round_by_round() -> None:
     assert runner.calls == [
         "open vllm r1 :18431",
         "open gateway r1 :18441",
+        "client",
         "plan vllm r1",
         "plan gateway r1",
         "plan gateway r2",
@@ -101,24 +103,14 @@ def test_servers_start_once_and_their_plans_alternate_round_by_round() -> None:
         "close vllm wait_gpu=False",
         "close gateway wait_gpu=True",  # the GPU is waited for once, after the last
     ]
-    assert runner.made["vllm"].load == [True, False] * 3  # under load only in its plans
 
 
-def test_a_server_that_did_not_come_up_or_died_takes_no_turns() -> None:
+def test_a_server_that_did_not_come_up_takes_no_turns() -> None:
     runner = FakeRunner(["vllm", "gateway", "gw2"], left=[1000.0], fail={"gw2"})
     runner.profile = _profile(rounds=2)
-    original = runner.run_plan
-
-    def plan_then_die(server: FakeServer, name: str, rnd: int, model: str) -> None:
-        original(server, name, rnd, model)
-        if name == "vllm":
-            server.running = False  # vllm dies during its first plan
-
-    runner.run_plan = plan_then_die  # type: ignore[method-assign]
     run_together(runner, "m")  # type: ignore[arg-type]
     plans = [c for c in runner.calls if c.startswith("plan")]
-    assert plans == ["plan vllm r1", "plan gateway r1", "plan gateway r2"]
-    assert runner.data["skipped"] == ["vllm#2"]
+    assert plans == ["plan vllm r1", "plan gateway r1", "plan gateway r2", "plan vllm r2"]
     assert [c for c in runner.calls if c.startswith("close")] == [
         "close vllm wait_gpu=False",
         "close gateway wait_gpu=False",
@@ -128,15 +120,24 @@ def test_a_server_that_did_not_come_up_or_died_takes_no_turns() -> None:
 
 def test_the_deadline_skips_what_would_not_fit() -> None:
     # remaining(): enough to start vllm, not gateway (estimate 100 s); then 500 s for the
-    # first plan and 20 s (under the 30 s a client needs) for the rest
-    runner = FakeRunner(["vllm", "gateway"], left=[400.0, 90.0, 500.0, 20.0])
+    # client, whose own deadline (bench.vllm_bench) skips the runs that would not fit
+    runner = FakeRunner(["vllm", "gateway"], left=[400.0, 90.0, 500.0])
     run_together(runner, "m")  # type: ignore[arg-type]
     assert [c for c in runner.calls if not c.startswith("log")] == [
         "open vllm r1 :18431",
+        "client",
         "plan vllm r1",
+        "plan vllm r2",
+        "plan vllm r3",
         "close vllm wait_gpu=True",
     ]
-    assert runner.data["skipped"] == ["gateway#1", "vllm#2", "vllm#3"]
+    assert runner.data["skipped"] == ["gateway#1"]
+    # 20 s left once the servers are up: under the 30 s a client needs, no client at all
+    runner = FakeRunner(["vllm"], left=[400.0, 20.0])
+    runner.profile = _profile(rounds=2)
+    run_together(runner, "m")  # type: ignore[arg-type]
+    assert "client" not in runner.calls
+    assert runner.data["skipped"] == ["vllm#1", "vllm#2"]
 
 
 def test_the_report_says_how_the_servers_ran() -> None:
