@@ -75,6 +75,13 @@ def engine_failure(exc: BaseException) -> GatewayError:
     )
 
 
+def error_frame(exc: Exception) -> bytes:
+    """The SSE frame that ends a stream cut by `exc`: its own error when it is one of
+    ours, `engine_failure`'s otherwise."""
+    error = exc if isinstance(exc, GatewayError) else engine_failure(exc)
+    return b"data: " + error.to_bytes() + b"\n\n"
+
+
 def _split(text: str, mode: ReasoningMode) -> tuple[str | None, str]:
     if not mode.parse:
         return None, text
@@ -286,10 +293,8 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncGenerator[bytes, None]:
                         yield write
         if job.include_usage:
             tail = writer.usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
-    except GatewayError as exc:
-        tail = b"data: " + exc.to_bytes() + b"\n\n"
     except Exception as exc:
-        tail = b"data: " + engine_failure(exc).to_bytes() + b"\n\n"
+        tail = error_frame(exc)
     finally:
         record_usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
         await steps.aclose()  # type: ignore[attr-defined]

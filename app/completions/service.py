@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.access_log import record_usage
-from app.chat.service import ABORTED, engine_failure
+from app.chat.service import ABORTED, engine_failure, error_frame
 from app.chat.wire import FrameGroups
 from app.completions import wire
 from app.completions.prepare import CompletionJob
@@ -194,10 +194,8 @@ async def stream(engine: Engine, job: CompletionJob) -> AsyncGenerator[bytes, No
                 yield write
         if job.include_usage:
             tail = wire.chunk(job.request_id, job.created, job.model, [], _usage(job, choices))
-    except GatewayError as exc:
-        tail = b"data: " + exc.to_bytes() + b"\n\n"
     except Exception as exc:
-        tail = b"data: " + engine_failure(exc).to_bytes() + b"\n\n"
+        tail = error_frame(exc)
     finally:
         usage = _usage(job, choices)
         record_usage(usage["prompt_tokens"], usage["completion_tokens"])

@@ -111,6 +111,19 @@ def test_engine_failures_map_to_statuses() -> None:
     assert engine_failure(RuntimeError("x")).status == 500
 
 
+def test_a_cut_stream_ends_with_one_error_frame() -> None:
+    import json
+
+    from app.chat.service import error_frame
+
+    ours = error_frame(GatewayError("too long", param="max_tokens"))
+    theirs = error_frame(RuntimeError("x"))
+    for frame in (ours, theirs):
+        assert frame.startswith(b"data: {") and frame.endswith(b"}\n\n")
+    assert json.loads(ours[6:])["error"]["param"] == "max_tokens"
+    assert json.loads(theirs[6:])["error"]["code"] == "engine_error"
+
+
 def test_include_stop_str_in_output_reaches_the_engine_but_not_a_think_phase() -> None:
     asked = req(stop=["x"], include_stop_str_in_output=True)
     assert build_sampling_params(asked, 5, stream=False).include_stop_str_in_output is True
