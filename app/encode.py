@@ -1,12 +1,12 @@
-"""Tokenizing on the serving path: long texts in pieces side by side, the longest off the
-event loop."""
+"""Tokenizing on the serving path: long texts in pieces side by side, the texts of a wave
+of requests together, the longest off the event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 from concurrent.futures import ThreadPoolExecutor
-from typing import Final
+from typing import Any, Final
 
 from app.cpus import usable_cpus
 from app.encode_pieces import backend_for, cut, encode_each
@@ -38,8 +38,14 @@ MAX_PIECES: Final = 8
 
 
 async def encode(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = False) -> list[int]:
-    """`tokenizer.encode(text)`, in pieces where that is exact and pays, and in the encode
-    thread when `text` is long."""
+    """`tokenizer.encode(text)`, in pieces where that is exact and pays; texts that may be
+    cut and arrive together (a wave of requests) are encoded together (`_Wave`), the
+    longest in the encode thread."""
+    backend = None
+    if not add_special_tokens and len(text) >= 2 * PIECE_CHARS:
+        backend = backend_for(tokenizer)
+    if backend is not None:
+        return await _wave().encode(backend, text)
     if len(text) < OFF_LOOP_CHARS:
         return encode_sync(tokenizer, text, add_special_tokens=add_special_tokens)
     call = functools.partial(encode_sync, tokenizer, text, add_special_tokens=add_special_tokens)
@@ -56,6 +62,116 @@ def encode_sync(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = F
         if len(pieces) > 1:
             return encode_each(backend, pieces)
     return tokenizer.encode(text, add_special_tokens=add_special_tokens)
+
+
+def encode_texts(backend: Any, texts: list[str]) -> list[list[int]]:
+    """The ids of each text, all of them in one `encode_batch` on `tokenizers`' thread pool:
+    each text cut in pieces while there are more CPUs than texts, whole otherwise."""
+    share = max(1, usable_cpus() // len(texts))
+    pieces: list[str] = []
+    counts: list[int] = []
+    for text in texts:
+        count = min(MAX_PIECES, len(text) // PIECE_CHARS, share)
+        parts = cut(text, count) if count >= 2 else [text]
+        pieces += parts
+        counts.append(len(parts))
+    encodings = backend.encode_batch(pieces, add_special_tokens=False)
+    out: list[list[int]] = []
+    start = 0
+    for count in counts:
+        out.append(
+            [token for encoding in encodings[start : start + count] for token in encoding.ids]
+        )
+        start += count
+    return out
+
+
+Waiting = tuple[Any, str, "asyncio.Future[list[int]]"]
+
+
+class _Wave:
+    """Texts to encode that came while the last ones were being encoded, taken together.
+
+    A wave of requests (a benchmark's burst, a batch job) used to be encoded one prompt
+    after another on each HTTP worker's event loop, and the last of 64 waited for the 63
+    before it. Here the first text is taken on the next turn of the loop (with any that
+    came in the same turn); while a batch is in the encode thread, the loop goes on and
+    the texts that arrive wait for the next batch. A batch holds at most one text per
+    usable CPU: all of a batch's texts wait for its last, so a larger one only delays the
+    first. One text alone and shorter than OFF_LOOP_CHARS is encoded on the loop, as
+    before: no thread hop at concurrency 1.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.waiting: list[Waiting] = []
+        self.busy = False
+
+    async def encode(self, backend: Any, text: str) -> list[int]:
+        future: asyncio.Future[list[int]] = self.loop.create_future()
+        self.waiting.append((backend, text, future))
+        if not self.busy:
+            self.busy = True
+            self.loop.call_soon(self._next)
+        return await future
+
+    def _next(self) -> None:
+        cap = usable_cpus()
+        batch, self.waiting = self.waiting[:cap], self.waiting[cap:]
+        if not batch:
+            self.busy = False
+            return
+        if len(batch) == 1 and len(batch[0][1]) < OFF_LOOP_CHARS:
+            try:
+                _settle(batch, _encode_batch(batch))
+            except Exception as exc:
+                _fail(batch, exc)
+            self.busy = False
+            return
+        job = self.loop.run_in_executor(_encoder(), _encode_batch, batch)
+        job.add_done_callback(lambda done: self._done(batch, done))
+
+    def _done(self, batch: list[Waiting], done: asyncio.Future[list[list[int]]]) -> None:
+        exc = done.exception()
+        if exc is not None:
+            _fail(batch, exc)
+        else:
+            _settle(batch, done.result())
+        self._next()
+
+
+def _encode_batch(batch: list[Waiting]) -> list[list[int]]:
+    """Each waiting text's ids, in order (one `encode_batch` per tokenizer among them)."""
+    ids: dict[int, list[int]] = {}
+    backends = {id(backend): backend for backend, _, _ in batch}
+    for key, backend in backends.items():
+        index = [i for i, (b, _, _) in enumerate(batch) if id(b) == key]
+        ids |= zip(index, encode_texts(backend, [batch[i][1] for i in index]), strict=True)
+    return [ids[i] for i in range(len(batch))]
+
+
+def _settle(batch: list[Waiting], results: list[list[int]]) -> None:
+    for (_, _, future), ids in zip(batch, results, strict=True):
+        if not future.done():  # its request may have gone (cancelled)
+            future.set_result(ids)
+
+
+def _fail(batch: list[Waiting], exc: BaseException) -> None:
+    for _, _, future in batch:
+        if not future.done():
+            future.set_exception(exc)
+
+
+_WAVE: _Wave | None = None
+
+
+def _wave() -> _Wave:
+    """The running loop's `_Wave` (one loop per process when serving)."""
+    global _WAVE
+    loop = asyncio.get_running_loop()
+    if _WAVE is None or _WAVE.loop is not loop:
+        _WAVE = _Wave(loop)
+    return _WAVE
 
 
 _ENCODER: ThreadPoolExecutor | None = None

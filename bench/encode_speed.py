@@ -6,8 +6,10 @@ model's tokenizer, makes prompts as `vllm bench serve`'s random dataset does
 times, per text, the Hugging Face tokenizer's `encode` (what the gateway did before)
 against `app.encode.encode_sync` (what it does now) and `encode_batch` over 2, 4 and 8
 pieces; it checks that every way gives the same ids and prints medians in milliseconds as
-JSON. Seconds, not minutes: run it on a device before a benchmark to see what the host's
-CPUs make of it.
+JSON. `wave_mean_ready_ms`: all the texts at once, as a burst brings them, one after
+another against `app.encode`'s batches (the mean time until a text's ids are ready).
+Seconds, not minutes: run it on a device before a benchmark to see what the host's CPUs
+make of it.
 """
 
 from __future__ import annotations
@@ -64,6 +66,37 @@ def time_ways(
     return medians
 
 
+def wave(tokenizer: Any, texts: Sequence[str], repeats: int) -> dict[str, list[float]]:
+    """All `texts` at once, as a burst of requests brings them to an HTTP worker: the mean
+    milliseconds until a text's ids are ready, one per repeat, encoded one after another
+    (`encode_sync`, as the gateway did) against in batches of one text per usable CPU
+    (`app.encode.encode_texts`, as `app.encode`'s wave does; a batch's texts are all ready
+    when its last is)."""
+    from app.encode import encode_sync, encode_texts
+
+    backend = tokenizer.backend_tokenizer
+    cap = usable_cpus()
+    batches = [list(texts[i : i + cap]) for i in range(0, len(texts), cap)]
+    each = [encode_sync(tokenizer, text) for text in texts]
+    if [ids for batch in batches for ids in encode_texts(backend, batch)] != each:
+        raise AssertionError("the wave's batches disagree with encode_sync")
+    out: dict[str, list[float]] = {"one_after_another": [], "batches": []}
+    for _ in range(repeats):
+        ready: list[float] = []
+        start = time.perf_counter()
+        for text in texts:
+            encode_sync(tokenizer, text)
+            ready.append(time.perf_counter() - start)
+        out["one_after_another"].append(round(statistics.mean(ready) * 1e3, 3))
+        ready = []
+        start = time.perf_counter()
+        for batch in batches:
+            encode_texts(backend, batch)
+            ready += [time.perf_counter() - start] * len(batch)
+        out["batches"].append(round(statistics.mean(ready) * 1e3, 3))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="model directory (its tokenizer)")
@@ -82,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         report["lengths"][tokens] = {
             "chars_p50": statistics.median(len(text) for text in texts),
             "ms_p50_per_repeat": time_ways(ways(tokenizer), texts, args.repeats),
+            "wave_mean_ready_ms": wave(tokenizer, texts, args.repeats),
         }
     print(json.dumps(report))
 

@@ -42,3 +42,6 @@ def test_main_prints_one_json_report(tiny_dir: Path, capsys: pytest.CaptureFixtu
         "pieces_4",
         "pieces_8",
     }
+    wave = timing["wave_mean_ready_ms"]
+    assert set(wave) == {"one_after_another", "batches"}
+    assert all(len(values) == 1 and values[0] > 0 for values in wave.values())

@@ -1,5 +1,6 @@
 """app.encode: prompt texts encoded in pieces where that is exact and pays (as many as the
-process's CPUs allow), inline below OFF_LOOP_CHARS and in the encode thread above it."""
+process's CPUs allow), inline below OFF_LOOP_CHARS and in the encode thread above it, and
+a wave's texts together."""
 
 from __future__ import annotations
 
@@ -117,3 +118,93 @@ def test_no_more_pieces_than_cpus(tokenizer: Any, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(encode_module, "usable_cpus", lambda: 3)
     assert encode_sync(recording, text) == tokenizer.encode(text, add_special_tokens=False)  # type: ignore[arg-type]
     assert [pieces for pieces, _ in recording.calls] == [3]
+
+
+class _Gated(_Recording):
+    """A recording backend whose first `encode_batch` waits until `gate` is set."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        import threading
+
+        super().__init__(tokenizer)
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def encode_batch(self, texts: list[str], add_special_tokens: bool) -> Any:
+        if not self.calls:
+            self.entered.set()
+            assert self.gate.wait(10)
+        return super().encode_batch(texts, add_special_tokens)
+
+
+def _texts(tokenizer: Any, count: int, seed: int) -> list[str]:
+    """Texts long enough to be cut (and so to go through the wave), too short for the thread
+    when alone."""
+    rng = random.Random(seed)
+    texts = [
+        tokenizer.decode([rng.randrange(len(tokenizer)) for _ in range(500)])[:1500]
+        for _ in range(count)
+    ]
+    assert all(2 * PIECE_CHARS <= len(t) < OFF_LOOP_CHARS for t in texts)
+    return texts
+
+
+@pytest.mark.asyncio
+async def test_a_wave_of_texts_is_encoded_together_in_the_thread(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    monkeypatch.setattr(encode_module, "usable_cpus", lambda: 16)
+    texts = _texts(tokenizer, 10, seed=13)
+    recording = _Recording(tokenizer)
+    got = await asyncio.gather(*(encode(recording, t) for t in texts))  # type: ignore[arg-type]
+    assert got == [tokenizer.encode(t, add_special_tokens=False) for t in texts]
+    # one call for all ten, in the encode thread; 16 CPUs for 10 texts: each one whole
+    assert recording.calls == [(10, recording.calls[0][1])]
+    assert recording.calls[0][1].startswith("encode")
+    # one alone, shorter than OFF_LOOP_CHARS: on the loop, in pieces, as before
+    assert await encode(recording, texts[0]) == got[0]  # type: ignore[arg-type]
+    assert recording.calls[1] == (len(texts[0]) // PIECE_CHARS, "MainThread")
+
+
+@pytest.mark.asyncio
+async def test_texts_that_come_during_a_batch_wait_for_the_next_one(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    monkeypatch.setattr(encode_module, "usable_cpus", lambda: 2)  # batches of two at most
+    texts = _texts(tokenizer, 5, seed=14)
+    gated = _Gated(tokenizer)
+    first = [asyncio.ensure_future(encode(gated, t)) for t in texts[:2]]  # type: ignore[arg-type]
+    await asyncio.get_running_loop().run_in_executor(None, gated.entered.wait, 10)
+    later = [asyncio.ensure_future(encode(gated, t)) for t in texts[2:]]  # type: ignore[arg-type]
+    await asyncio.sleep(0.05)
+    later[0].cancel()  # its client went away: the others still get their ids
+    gated.gate.set()
+    got = await asyncio.gather(*first, *later[1:])
+    assert got == [tokenizer.encode(t, add_special_tokens=False) for t in texts[:2] + texts[3:]]
+    # two in the thread while the rest waited, then two more (one no longer wanted), then
+    # the last alone, on the loop, in two pieces (two CPUs)
+    threads = [thread.startswith("encode") for _, thread in gated.calls]
+    assert [n for n, _ in gated.calls] == [2, 2, 2] and threads == [True, True, False]
+
+
+@pytest.mark.asyncio
+async def test_a_failed_batch_fails_each_of_its_texts(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    class Broken(_Recording):
+        def encode_batch(self, texts: list[str], add_special_tokens: bool) -> Any:
+            raise RuntimeError("tokenizer broke")
+
+    monkeypatch.setattr(encode_module, "usable_cpus", lambda: 4)
+    texts = _texts(tokenizer, 3, seed=15)
+    broken = Broken(tokenizer)
+    got = await asyncio.gather(*(encode(broken, t) for t in texts), return_exceptions=True)  # type: ignore[arg-type]
+    assert [str(g) for g in got] == ["tokenizer broke"] * 3
+    recording = _Recording(tokenizer)  # and the next wave is served
+    assert await encode(recording, texts[0]) == tokenizer.encode(texts[0], add_special_tokens=False)  # type: ignore[arg-type]
