@@ -7,15 +7,16 @@ import argparse
 import json
 import queue
 import socket
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench import engine_stats
 from bench.plan_runner import PlanRunner
 from bench.profiles import PROFILES
 from bench.vllm_bench import listening, run_items
+from tests.bench_fakes import FakeServer
 
 
 def _events(text: str) -> list[dict[str, Any]]:
@@ -23,8 +24,9 @@ def _events(text: str) -> list[dict[str, Any]]:
 
 
 def test_the_client_skips_a_server_that_no_longer_listens(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(engine_stats, "snapshot", lambda url: None)  # no /metrics here
     with socket.socket() as up, socket.socket() as gone:
         up.bind(("127.0.0.1", 0))
         up.listen()
@@ -66,25 +68,6 @@ def test_the_client_skips_what_would_start_after_its_deadline(
         ("skip", "a-r2"),
     ]
     assert events[-1]["reason"] == "deadline"
-
-
-@dataclass(eq=False)
-class FakeServer:
-    name: str
-    running: bool = True
-    load: list[bool] = field(default_factory=list)
-
-    def alive(self) -> bool:
-        return self.running
-
-    def set_under_load(self, value: bool) -> None:
-        self.load.append(value)
-
-    def cpu_seconds(self) -> tuple[float | None, float | None]:
-        return None, None
-
-    def engine_threads(self) -> dict[str, float]:
-        return {}
 
 
 class Recorder(PlanRunner):

@@ -11,6 +11,7 @@ from bench.commands import memory_share
 from bench.profiles import PROFILES
 from bench.report import _sessions_line
 from bench.together import memory_flags, run_together
+from tests.bench_fakes import FakeServer
 
 
 def test_memory_share_splits_the_gpu_evenly_unless_set() -> None:
@@ -24,19 +25,6 @@ def test_memory_share_splits_the_gpu_evenly_unless_set() -> None:
     assert memory_flags("cpu", 2, []) == []
     assert memory_share("gpu", 3) == memory_flags("gpu", 3, [])  # bench.paired's, the same
     assert memory_share("cpu", 2, 0.3) == ["--gpu-memory-utilization", "0.3"]  # --memory-share
-
-
-@dataclass
-class FakeServer:
-    name: str
-    running: bool = True
-    load: list[bool] = field(default_factory=list)
-
-    def alive(self) -> bool:
-        return self.running
-
-    def set_under_load(self, value: bool) -> None:
-        self.load.append(value)
 
 
 @dataclass
