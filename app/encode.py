@@ -132,8 +132,10 @@ class _Wave:
         job.add_done_callback(lambda done: self._done(batch, done))
 
     def _done(self, batch: list[Waiting], done: asyncio.Future[list[list[int]]]) -> None:
-        exc = done.exception()
-        if exc is not None:
+        if done.cancelled():  # the loop is closing
+            for _, _, future in batch:
+                future.cancel()
+        elif (exc := done.exception()) is not None:
             _fail(batch, exc)
         else:
             _settle(batch, done.result())

@@ -208,3 +208,17 @@ async def test_a_failed_batch_fails_each_of_its_texts(
     assert [str(g) for g in got] == ["tokenizer broke"] * 3
     recording = _Recording(tokenizer)  # and the next wave is served
     assert await encode(recording, texts[0]) == tokenizer.encode(texts[0], add_special_tokens=False)  # type: ignore[arg-type]
+
+
+@pytest.mark.asyncio
+async def test_a_batch_cancelled_as_the_loop_closes_cancels_its_waiters() -> None:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    wave = encode_module._Wave(loop)
+    waiter: asyncio.Future[list[int]] = loop.create_future()
+    done: asyncio.Future[list[list[int]]] = loop.create_future()
+    done.cancel()
+    wave.busy = True
+    wave._done([(None, "text", waiter)], done)
+    assert waiter.cancelled() and not wave.busy
