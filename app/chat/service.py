@@ -76,8 +76,7 @@ def engine_failure(exc: BaseException) -> GatewayError:
 
 
 def error_frame(exc: Exception) -> bytes:
-    """The SSE frame that ends a stream cut by `exc`: its own error when it is one of
-    ours, `engine_failure`'s otherwise."""
+    """The SSE frame ending a stream that `exc` cut (ours as it is, others as mapped)."""
     error = exc if isinstance(exc, GatewayError) else engine_failure(exc)
     return b"data: " + error.to_bytes() + b"\n\n"
 
