@@ -44,6 +44,7 @@ class WorkerSpec:
     source: ModelSource
     pending: SharedPending = field(default_factory=SharedPending)  # the admission count
     serving: Any = field(default_factory=_event)  # set once a worker serves
+    parent: int = field(default_factory=os.getpid)  # the process that starts the workers
 
 
 MAX_AUTO_WORKERS = 4
@@ -171,10 +172,12 @@ def serve_worker(
     """One HTTP worker (runs in a spawned process): the gateway app on the shared socket."""
     from app.cli import configure_logging
     from app.main import create_app
+    from app.parent_watch import watch_parent
     from app.server import serve_app
 
     spec: WorkerSpec = args.gateway
     configure_logging(spec.settings.log_level, spec.settings.log_format)
+    watch_parent(spec.parent)  # a parent killed outright leaves nothing behind
     _set_title(f"APIServer_{(client_config or {}).get('client_index', 0)}")
     logger.info(
         "HTTP worker %s serving %s", (client_config or {}).get("client_index"), listen_address
