@@ -5,8 +5,8 @@ workers. Stopped by a signal, it stops them; killed outright (SIGKILL, the OOM k
 it can't, and vLLM's engine core has no watch on its parent: the engine core kept the
 GPU's memory and the workers kept the port until someone found them. So each worker
 notes its siblings as it starts (the engine core, started before the workers, among
-them), watches its parent, and when the parent is gone terminates those siblings and
-then itself, which drains as on SIGTERM.
+them) and every `REFRESH_S` after, watches its parent, and when the parent is gone
+terminates those siblings and then itself, which drains as on SIGTERM.
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ logger = logging.getLogger(__name__)
 
 POLL_S = 1.0
 """How often a worker checks that its parent is still there."""
+
+REFRESH_S = 10.0
+"""How often the list of siblings is taken again (one started later is covered too)."""
 
 STOP_WAIT_S = 10.0
 """How long a terminated sibling has to exit before it is killed."""
@@ -62,8 +65,12 @@ def watch_parent(
     known = siblings(parent) if os.getppid() == parent else []
 
     def run() -> None:
+        nonlocal known
+        refreshed = time.monotonic()
         while os.getppid() == parent:
             time.sleep(poll_s)
+            if time.monotonic() - refreshed >= REFRESH_S:
+                known, refreshed = siblings(parent) or known, time.monotonic()
         logger.error(
             "the gateway's parent process %d is gone: stopping its %d other processes and "
             "this worker",
