@@ -55,8 +55,8 @@ async def encode(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = 
 def encode_sync(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = False) -> list[int]:
     """`tokenizer.encode(text)` on this thread, in pieces encoded side by side where that
     gives the same ids."""
-    count = min(MAX_PIECES, len(text) // PIECE_CHARS, usable_cpus())
-    backend = None if add_special_tokens or count < 2 else backend_for(tokenizer)
+    count = 0 if add_special_tokens else _piece_count(text, usable_cpus())
+    backend = None if count < 2 else backend_for(tokenizer)
     if backend is not None:
         pieces = cut(text, count)
         if len(pieces) > 1:
@@ -71,7 +71,7 @@ def encode_texts(backend: Any, texts: list[str]) -> list[list[int]]:
     pieces: list[str] = []
     counts: list[int] = []
     for text in texts:
-        count = min(MAX_PIECES, len(text) // PIECE_CHARS, share)
+        count = _piece_count(text, share)
         parts = cut(text, count) if count >= 2 else [text]
         pieces += parts
         counts.append(len(parts))
@@ -84,6 +84,11 @@ def encode_texts(backend: Any, texts: list[str]) -> list[list[int]]:
         )
         start += count
     return out
+
+
+def _piece_count(text: str, cpus: int) -> int:
+    """How many pieces `text` is cut into with `cpus` CPUs to itself (below 2: whole)."""
+    return min(MAX_PIECES, len(text) // PIECE_CHARS, cpus)
 
 
 Waiting = tuple[Any, str, "asyncio.Future[list[int]]"]
