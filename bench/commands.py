@@ -277,6 +277,7 @@ def results_header(
         "versions": versions(args.python),
         "vllm_frontend": frontend,
         "together": bool(getattr(args, "together", False)),
+        "start_apart": bool(getattr(args, "start_apart", False)),
         "commands": {
             name: "".join(f"{k}={v} " for k, v in frontend_env(name, frontend).items())
             + shlex.join(

@@ -105,9 +105,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--together",
         action="store_true",
-        help="start every server once and keep them up, each round running their plans in "
-        "turn seconds apart (bench.together); on a GPU each engine gets an equal share of "
-        "its memory",
+        help="start every server once, at the same time, and keep them up, each round "
+        "running their plans in turn seconds apart (bench.together); on a GPU each engine "
+        "gets an equal share of its memory and a fixed KV cache",
+    )
+    p.add_argument(
+        "--start-apart",
+        action="store_true",
+        help="with --together: start the servers one after another, each ready before the next "
+        "starts (as before session 25)",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=18431, help="first port; +10 per server")

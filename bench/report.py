@@ -59,9 +59,11 @@ def _sessions_line(data: dict[str, Any]) -> str:
         label = f"{LABELS[run['server']]} r{run['round']}"
         if not turns or turns[-1] != label:
             turns.append(label)
+    # results from before session 26 have no "start_apart": their servers started in turn
+    how = "one after another" if data.get("start_apart", True) else "at the same time"
     return (
-        f"- Servers up together (`--together`), each started once ({sessions}); their runs "
-        f"took turns, seconds apart: {' → '.join(turns)}"
+        f"- Servers up together (`--together`), each started once, {how} ({sessions}); "
+        f"their runs took turns, seconds apart: {' → '.join(turns)}"
     )
 
 

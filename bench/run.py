@@ -153,6 +153,14 @@ class Runner(PlanRunner):
     ) -> tuple[ServerProcess, dict[str, Any]]:
         """Start `name`, wait for it and probe it: the server and its session record (with
         'error' when it did not come up; close it either way)."""
+        server, record = self.launch_session(name, rnd, model, port)
+        self.settle_session(server, record, model)
+        return server, record
+
+    def launch_session(
+        self, name: str, rnd: int, model: str, port: int
+    ) -> tuple[ServerProcess, dict[str, Any]]:
+        """Start `name` without waiting for it: the server and its session record."""
         args, prof = self.args, self.profile
         server = bench_server(
             name, prof, python=args.python, model=model, port=port,
@@ -170,9 +178,20 @@ class Runner(PlanRunner):
         self.log(f"round {rnd}: starting {name}")
         try:
             server.start()
-            record["ready_after_s"] = round(
-                server.wait_ready(min(prof.startup_timeout_s, max(30.0, self.remaining()))), 1
-            )
+        except ServerError as exc:
+            record["error"] = str(exc)
+            self.log(f"error: {exc}")
+        return server, record
+
+    def settle_session(self, server: ServerProcess, record: dict[str, Any], model: str) -> None:
+        """Wait for a launched server and probe it; 'error' in its record when it did not
+        come up."""
+        if "error" in record:
+            return
+        name = record["server"]
+        try:
+            timeout_s = min(self.profile.startup_timeout_s, max(30.0, self.remaining()))
+            record["ready_after_s"] = round(server.wait_ready(timeout_s), 1)
             self.log(f"{name} ready after {record['ready_after_s']} s")
             record["probe"] = probe(server, model)
             self.log(f"{name} probe: {record['probe']}")
@@ -181,7 +200,6 @@ class Runner(PlanRunner):
         except ServerError as exc:
             record["error"] = str(exc)
             self.log(f"error: {exc}")
-        return server, record
 
     def close_session(
         self, server: ServerProcess, record: dict[str, Any], wait_gpu: bool = True

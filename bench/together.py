@@ -3,11 +3,17 @@
 One server at a time, sessions minutes apart, measured the H200 lease's drift as much as
 the servers: in session 23 `vllm serve` (Rust frontend) made 92.1 and then 107.6 req/s at
 1024x128@64 in two sessions of one call, the gateway 95.9 and 84.2 in another. Here each
-server starts once (one after another: each engine sizes its memory on what the earlier
-ones left, so on a GPU each gets an equal share, `--gpu-memory-utilization`, as in
-`bench.paired`), then every
-round runs each server's plan in `session_order` (A B, B A, ...), so a round's two runs are
-seconds apart and drift falls on both. The idle server waits on its sockets meanwhile.
+server starts once, all of them at the same time, then every round runs each server's
+plan in `session_order` (A B, B A, ...), so a round's two runs are seconds apart and drift
+falls on both. The idle server waits on its sockets meanwhile.
+
+Started one after another, the servers' starts took 148 s each on a cold H200 in session
+25, and 66-107 s warm: a third of a 565 s device call before the first run. Started
+together, a GPU engine must not size its KV cache by profiling (which counts the memory
+that another engine takes meanwhile as its own), so each gets a fixed KV cache
+(`--kv-cache-memory-bytes`, an equal part of `SHARED_KV_GIB`) besides its share of the
+memory for vLLM's start-up check (`--gpu-memory-utilization`, as in `bench.paired`).
+`--start-apart` starts them one after another, as before.
 One client process runs every round (`PlanRunner.run_plans`): it imports vLLM once, not
 once per server and round (17-25 s each on the H200's host in session 24); it skips what
 would start after the deadline, and the runs of a server that died.
@@ -23,13 +29,25 @@ from bench.servers import ServerProcess
 
 PLAN_LEAST_S = 30.0  # a client imports vLLM (5-40 s) before its first run: less is not tried
 
+SHARED_KV_GIB = 96.0
+"""KV cache for all engines up together on a GPU, split evenly: for two, 48 GiB each, 449k
+tokens of Qwen3-0.6B's shape (112 KiB a token), where concurrency 256 at 1024x128 or
+128x1024 needs 295k; with weights, activations and CUDA graphs (about 4 GiB an engine)
+that is 104 of the H200's 140 GiB. Sized by profiling, one after another, 0.4 of the
+memory gave each 54.2 GiB."""
+KV_FLAG = "--kv-cache-memory-bytes"
+
 
 def memory_flags(profile: str, servers: int, flags: list[str]) -> list[str]:
-    """`bench.commands.memory_share`'s flags for one of `servers` engines up together;
-    none where the server's own flags already set its memory."""
-    if any(f.startswith(MEMORY_FLAG) for f in flags):
+    """`bench.commands.memory_share`'s flags for one of `servers` engines up together,
+    and on a GPU a fixed KV cache (`SHARED_KV_GIB`); none where the server's own flags
+    already set its memory."""
+    if any(f.startswith((MEMORY_FLAG, KV_FLAG)) for f in flags):
         return []
-    return memory_share(profile, servers)
+    share = memory_share(profile, servers)
+    if share and profile == "gpu":
+        share += [KV_FLAG, str(int(SHARED_KV_GIB / max(servers, 1) * 2**30))]
+    return share
 
 
 class SessionRunner(Protocol):
@@ -46,9 +64,11 @@ class SessionRunner(Protocol):
 
     def skip(self, tag: str, why: str) -> None: ...
 
-    def open_session(
+    def launch_session(
         self, name: str, rnd: int, model: str, port: int
     ) -> tuple[ServerProcess, dict[str, Any]]: ...
+
+    def settle_session(self, server: ServerProcess, record: dict[str, Any], model: str) -> None: ...
 
     def close_session(
         self, server: ServerProcess, record: dict[str, Any], wait_gpu: bool = True
@@ -58,9 +78,11 @@ class SessionRunner(Protocol):
 
 
 def run_together(runner: SessionRunner, model: str) -> None:
-    """Start every server (ports 10 apart), run the rounds against those that came up,
-    then stop them all; skipped sessions and runs are listed as bench.run lists them."""
+    """Start every server (ports 10 apart; all at once unless `--start-apart`), wait for
+    each, run the rounds against those that came up, then stop them all; skipped sessions
+    and runs are listed as bench.run lists them."""
     args = runner.args
+    apart = bool(getattr(args, "start_apart", False))
     opened: list[tuple[ServerProcess, dict[str, Any]]] = []
     up: dict[str, ServerProcess] = {}
     try:
@@ -68,10 +90,14 @@ def run_together(runner: SessionRunner, model: str) -> None:
             if runner.remaining() < (args.session_estimate_s or 0):
                 runner.skip(f"{name}#1", f"deadline: not starting {name}")
                 continue
-            server, record = runner.open_session(name, 1, model, args.port + 10 * n)
-            opened.append((server, record))
+            opened.append(runner.launch_session(name, 1, model, args.port + 10 * n))
+            if apart:
+                runner.settle_session(*opened[-1], model)
+        for server, record in opened:
+            if not apart:
+                runner.settle_session(server, record, model)
             if "error" not in record:
-                up[name] = server
+                up[record["server"]] = server
         entries = [
             (up[name], name, rnd)
             for rnd in range(1, runner.profile.rounds + 1)

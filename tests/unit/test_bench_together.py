@@ -15,15 +15,20 @@ from tests.bench_fakes import FakeServer
 
 
 def test_memory_share_splits_the_gpu_evenly_unless_set() -> None:
-    """As bench.paired splits it: 0.8 of the GPU's memory among the servers up at once."""
-    assert memory_flags("gpu", 2, []) == ["--gpu-memory-utilization", "0.4"]
+    """As bench.paired splits it: 0.8 of the GPU's memory among the servers up at once, and
+    a fixed KV cache each, since they start at the same time."""
+    kv = "--kv-cache-memory-bytes"
+    assert memory_flags("gpu", 2, []) == ["--gpu-memory-utilization", "0.4", kv, str(48 << 30)]
     assert memory_flags("gpu", 3, ["--max-num-seqs", "256"]) == [
         "--gpu-memory-utilization",
         "0.267",
+        kv,
+        str(32 << 30),
     ]
     assert memory_flags("gpu", 2, ["--gpu-memory-utilization=0.4"]) == []
+    assert memory_flags("gpu", 2, [kv, "1000000"]) == []
     assert memory_flags("cpu", 2, []) == []
-    assert memory_share("gpu", 3) == memory_flags("gpu", 3, [])  # bench.paired's, the same
+    assert memory_share("gpu", 3) == memory_flags("gpu", 3, [])[:2]  # bench.paired's, the same
     assert memory_share("cpu", 2, 0.3) == ["--gpu-memory-utilization", "0.3"]  # --memory-share
 
 
@@ -52,12 +57,17 @@ class FakeRunner:
         self.log(why)
         self.data.setdefault("skipped", []).append(tag)
 
-    def open_session(
+    def launch_session(
         self, name: str, rnd: int, model: str, port: int
     ) -> tuple[FakeServer, dict[str, Any]]:
-        self.calls.append(f"open {name} r{rnd} :{port}")
+        self.calls.append(f"launch {name} r{rnd} :{port}")
         self.made[name] = FakeServer(name)
-        return self.made[name], {"server": name} | ({"error": "x"} if name in self.fail else {})
+        return self.made[name], {"server": name}
+
+    def settle_session(self, server: FakeServer, record: dict[str, Any], model: str) -> None:
+        self.calls.append(f"settle {server.name}")
+        if server.name in self.fail:
+            record["error"] = "x"
 
     def close_session(
         self, server: FakeServer, record: dict[str, Any], wait_gpu: bool = True
@@ -75,12 +85,14 @@ def _profile(rounds: int) -> Any:
     return dataclasses.replace(PROFILES["gpu"], rounds=rounds)
 
 
-def test_servers_start_once_and_their_plans_alternate_round_by_round() -> None:
+def test_servers_start_once_at_once_and_their_plans_alternate_round_by_round() -> None:
     runner = FakeRunner(["vllm", "gateway"], left=[1000.0])
     run_together(runner, "m")  # type: ignore[arg-type]
     assert runner.calls == [
-        "open vllm r1 :18431",
-        "open gateway r1 :18441",
+        "launch vllm r1 :18431",  # both started before either is waited for
+        "launch gateway r1 :18441",
+        "settle vllm",
+        "settle gateway",
         "client",
         "plan vllm r1",
         "plan gateway r1",
@@ -112,7 +124,8 @@ def test_the_deadline_skips_what_would_not_fit() -> None:
     runner = FakeRunner(["vllm", "gateway"], left=[400.0, 90.0, 500.0])
     run_together(runner, "m")  # type: ignore[arg-type]
     assert [c for c in runner.calls if not c.startswith("log")] == [
-        "open vllm r1 :18431",
+        "launch vllm r1 :18431",
+        "settle vllm",
         "client",
         "plan vllm r1",
         "plan vllm r2",
@@ -128,6 +141,21 @@ def test_the_deadline_skips_what_would_not_fit() -> None:
     assert runner.data["skipped"] == ["vllm#1", "vllm#2"]
 
 
+def test_start_apart_waits_for_each_server_before_the_next() -> None:
+    runner = FakeRunner(["vllm", "gateway"], left=[1000.0], fail={"vllm"})
+    runner.args.start_apart = True
+    runner.profile = _profile(rounds=1)
+    run_together(runner, "m")  # type: ignore[arg-type]
+    assert runner.calls[:5] == [
+        "launch vllm r1 :18431",
+        "settle vllm",
+        "launch gateway r1 :18441",
+        "settle gateway",
+        "client",
+    ]
+    assert [c for c in runner.calls if c.startswith("plan")] == ["plan gateway r1"]
+
+
 def test_the_report_says_how_the_servers_ran() -> None:
     sessions = [{"server": "vllm", "round": 1}, {"server": "gateway", "round": 1}]
     runs = [
@@ -136,9 +164,11 @@ def test_the_report_says_how_the_servers_ran() -> None:
     ]
     together = _sessions_line({"together": True, "sessions": sessions, "runs": runs})
     assert together == (
-        "- Servers up together (`--together`), each started once (vllm serve r1 → gateway "
-        "r1); their runs took turns, seconds apart: vllm serve r1 → gateway r1 → gateway r2 "
-        "→ vllm serve r2"
+        "- Servers up together (`--together`), each started once, one after another (vllm "
+        "serve r1 → gateway r1); their runs took turns, seconds apart: vllm serve r1 → "
+        "gateway r1 → gateway r2 → vllm serve r2"
     )
+    at_once = {"together": True, "start_apart": False, "sessions": sessions, "runs": runs}
+    assert ", at the same time (" in _sessions_line(at_once)
     apart = _sessions_line({"sessions": sessions, "runs": runs})
     assert apart.startswith("- Server sessions in the order they ran (one server at a time")
