@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from app.cpus import usable_cpus
-from app.encode_pieces import backend_for, cut, encode_each
+from app.encode_pieces import backend_for, cut, encode_each, joined_ids
 from app.engine import Tokenizer
 
 OFF_LOOP_CHARS: Final = 2000
@@ -79,9 +79,7 @@ def encode_texts(backend: Any, texts: list[str]) -> list[list[int]]:
     out: list[list[int]] = []
     start = 0
     for count in counts:
-        out.append(
-            [token for encoding in encodings[start : start + count] for token in encoding.ids]
-        )
+        out.append(joined_ids(encodings[start : start + count]))
         start += count
     return out
 
