@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from app.step_histogram import batched_prometheus_logger, writes_per_step
 from app.text_stream import Detokenizer, own_detokenizer
 from app.token_bytes import TokenBytes
 
@@ -202,6 +203,9 @@ async def start_engine(
         "enable_log_requests": getattr(engine_args, "enable_log_requests", False),
         "disable_log_stats": engine_args.disable_log_stats,
     }
+    step_logger = None if engine_args.disable_log_stats else batched_prometheus_logger()
+    if step_logger is not None:  # vllm:inter_token_latency_seconds written once a step
+        candidates["stat_loggers"] = [step_logger]
     if client_config is not None:
         candidates |= {
             "client_addresses": client,
@@ -235,11 +239,12 @@ async def start_engine(
     cached = cache_vllm_settings()
     logger.info(
         "engine ready: model=%s max_model_len=%d max_num_seqs=%d max_num_batched_tokens=%d "
-        "vllm_settings=%s",
+        "vllm_settings=%s inter_token_latency=%s",
         info.model_path,
         info.max_model_len,
         info.max_num_seqs,
         info.max_num_batched_tokens,
         "cached" if cached else "read each time",
+        "per step" if writes_per_step(llm) else "per token",
     )
     return Engine(llm, tokenizer, info)

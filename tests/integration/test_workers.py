@@ -39,6 +39,7 @@ from tests.integration.live_helpers import (
 from tests.integration.test_dashboard import exported_series
 
 CHAT = "gateway_requests_total"
+ITL = "vllm:inter_token_latency_seconds"
 
 
 @pytest.fixture(scope="module")
@@ -92,8 +93,11 @@ def test_two_workers_one_engine(workers) -> None:  # type: ignore[no-untyped-def
     family = _family(proc)
     assert len(_named(family, "APIServer")) == 2
     assert len(_named(family, "EngineCore")) == 1
+    log = live.log.read_text(errors="replace")
     # each worker's engine client reads vLLM's settings once from then on, as the core does
-    assert live.log.read_text(errors="replace").count("vllm_settings=cached") == 2
+    assert log.count("vllm_settings=cached") == 2
+    # and writes vLLM's inter-token latencies once a step (app.step_histogram)
+    assert log.count("inter_token_latency=per step") == 2
 
 
 def test_each_worker_warms_up_and_only_the_engine_counts_it(workers) -> None:  # type: ignore[no-untyped-def]
@@ -108,6 +112,7 @@ def test_each_worker_warms_up_and_only_the_engine_counts_it(workers) -> None:  #
 def test_requests_spread_over_workers_and_metrics_sum(workers) -> None:  # type: ignore[no-untyped-def]
     _, live, prom_dir = workers
     before = metric(live, CHAT)
+    latencies = metric(live, ITL + "_count")
 
     async def burst() -> list[str]:
         async def one(i: int) -> str:
@@ -139,6 +144,9 @@ def test_requests_spread_over_workers_and_metrics_sum(workers) -> None:  # type:
         assert "vllm:generation_tokens_total" in text
     assert all(t == totals[0] for t in totals), totals
     assert metric(live, CHAT) >= before + 24
+    # 4 tokens a request, so 3 inter-token latencies each, whichever worker wrote them
+    assert metric(live, ITL + "_count") == latencies + 24 * 3
+    assert metric(live, ITL + "_sum") > 0
 
 
 def test_every_dashboard_series_is_exported_with_workers(workers) -> None:  # type: ignore[no-untyped-def]
