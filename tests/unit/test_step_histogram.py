@@ -86,13 +86,11 @@ def test_the_logger_flushes_after_each_record_even_when_it_fails(
         logger.record([0.04], fail=True)
     assert _samples(registry, "itl")[("itl_count", "")] == 4
 
-    class Manager:
-        stat_loggers = [object(), logger]
+    from types import SimpleNamespace
 
-    class Engine:
-        logger_manager = Manager()
+    def engine(*loggers: object) -> object:
+        return SimpleNamespace(logger_manager=SimpleNamespace(stat_loggers=list(loggers)))
 
-    assert writes_per_step(Engine())
-    Manager.stat_loggers = [object()]
-    assert not writes_per_step(Engine())
+    assert writes_per_step(engine(object(), logger))
+    assert not writes_per_step(engine(object()))
     assert not writes_per_step(object())
