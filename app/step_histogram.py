@@ -59,7 +59,7 @@ def batched_prometheus_logger() -> type | None:
     except ImportError:
         return None
 
-    class StepPrometheusStatLogger(PrometheusStatLogger):  # type: ignore[misc, valid-type]
+    class StepPrometheusStatLogger(PrometheusStatLogger):  # type: ignore[misc]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             children = getattr(self, ITL_ATTRIBUTE, None)
