@@ -81,23 +81,10 @@ def run_together(runner: SessionRunner, model: str) -> None:
     """Start every server (ports 10 apart; all at once unless `--start-apart`), wait for
     each, run the rounds against those that came up, then stop them all; skipped sessions
     and runs are listed as bench.run lists them."""
-    args = runner.args
-    apart = bool(getattr(args, "start_apart", False))
     opened: list[tuple[ServerProcess, dict[str, Any]]] = []
-    up: dict[str, ServerProcess] = {}
     try:
-        for n, name in enumerate(runner.servers):
-            if runner.remaining() < (args.session_estimate_s or 0):
-                runner.skip(f"{name}#1", f"deadline: not starting {name}")
-                continue
-            opened.append(runner.launch_session(name, 1, model, args.port + 10 * n))
-            if apart:
-                runner.settle_session(*opened[-1], model)
-        for server, record in opened:
-            if not apart:
-                runner.settle_session(server, record, model)
-            if "error" not in record:
-                up[record["server"]] = server
+        _start_all(runner, model, opened)
+        up = {record["server"]: server for server, record in opened if "error" not in record}
         entries = [
             (up[name], name, rnd)
             for rnd in range(1, runner.profile.rounds + 1)
@@ -111,3 +98,36 @@ def run_together(runner: SessionRunner, model: str) -> None:
     finally:
         for i, (server, record) in enumerate(opened):
             runner.close_session(server, record, wait_gpu=i == len(opened) - 1)
+
+
+def _start_all(
+    runner: SessionRunner, model: str, opened: list[tuple[ServerProcess, dict[str, Any]]]
+) -> None:
+    """Launch and settle the servers into `opened`. Started at the same time, one that did
+    not come up is started once more alone, as `--start-apart` would have (time allowing;
+    its failed session stays in the results)."""
+    args = runner.args
+    apart = bool(getattr(args, "start_apart", False))
+    estimate = args.session_estimate_s or 0
+    ports: list[int] = []
+    for n, name in enumerate(runner.servers):
+        if runner.remaining() < estimate:
+            runner.skip(f"{name}#1", f"deadline: not starting {name}")
+            continue
+        ports.append(args.port + 10 * n)
+        opened.append(runner.launch_session(name, 1, model, ports[-1]))
+        if apart:
+            runner.settle_session(*opened[-1], model)
+    if apart:
+        return
+    for server, record in opened:
+        runner.settle_session(server, record, model)
+    for i, (server, record) in enumerate(opened):
+        if "error" in record and runner.remaining() >= estimate:
+            name = record["server"]
+            runner.log(f"{name} did not come up beside the others: starting it alone")
+            # not waiting for the GPU's memory: the others keep theirs (the check waits for
+            # an idle GPU); the stopped engine's is free long before the new one asks
+            runner.close_session(server, record, wait_gpu=False)
+            opened[i] = runner.launch_session(name, 1, model, ports[i])
+            runner.settle_session(*opened[i], model)

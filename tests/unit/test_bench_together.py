@@ -39,6 +39,7 @@ class FakeRunner:
     servers: list[str]
     left: list[float]  # remaining() answers, one per call (the last repeats)
     fail: set[str] = field(default_factory=set)  # servers that do not come up
+    fail_first: set[str] = field(default_factory=set)  # ... the first time only
     args: argparse.Namespace = field(
         default_factory=lambda: argparse.Namespace(port=18431, session_estimate_s=100.0)
     )
@@ -66,7 +67,8 @@ class FakeRunner:
 
     def settle_session(self, server: FakeServer, record: dict[str, Any], model: str) -> None:
         self.calls.append(f"settle {server.name}")
-        if server.name in self.fail:
+        if server.name in self.fail or server.name in self.fail_first:
+            self.fail_first.discard(server.name)
             record["error"] = "x"
 
     def close_session(
@@ -105,6 +107,26 @@ def test_servers_start_once_at_once_and_their_plans_alternate_round_by_round() -
     ]
 
 
+def test_a_server_that_failed_beside_the_others_is_started_once_more_alone() -> None:
+    runner = FakeRunner(["vllm", "gateway"], left=[1000.0], fail_first={"vllm"})
+    runner.profile = _profile(rounds=1)
+    run_together(runner, "m")  # type: ignore[arg-type]
+    assert [c for c in runner.calls if not c.startswith("log")] == [
+        "launch vllm r1 :18431",
+        "launch gateway r1 :18441",
+        "settle vllm",  # failed
+        "settle gateway",
+        "close vllm wait_gpu=False",  # the gateway keeps its memory: no wait for an idle GPU
+        "launch vllm r1 :18431",
+        "settle vllm",
+        "client",
+        "plan vllm r1",  # the servers' order as given
+        "plan gateway r1",
+        "close vllm wait_gpu=False",
+        "close gateway wait_gpu=True",
+    ]
+
+
 def test_a_server_that_did_not_come_up_takes_no_turns() -> None:
     runner = FakeRunner(["vllm", "gateway", "gw2"], left=[1000.0], fail={"gw2"})
     runner.profile = _profile(rounds=2)
@@ -112,10 +134,12 @@ def test_a_server_that_did_not_come_up_takes_no_turns() -> None:
     plans = [c for c in runner.calls if c.startswith("plan")]
     assert plans == ["plan vllm r1", "plan gateway r1", "plan gateway r2", "plan vllm r2"]
     assert [c for c in runner.calls if c.startswith("close")] == [
+        "close gw2 wait_gpu=False",  # before it is started once more, alone: fails again
         "close vllm wait_gpu=False",
         "close gateway wait_gpu=False",
         "close gw2 wait_gpu=True",  # opened, so closed, though it never came up
     ]
+    assert runner.calls.count("launch gw2 r1 :18451") == 2
 
 
 def test_the_deadline_skips_what_would_not_fit() -> None:
