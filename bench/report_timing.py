@@ -12,7 +12,8 @@ from bench.report_data import fmt, median
 COLUMNS = ("client", "vllm", "front_end", "queue", "prefill", "itl")
 
 
-def _one_run(run: dict[str, Any]) -> dict[str, float | None] | None:
+def run_timings(run: dict[str, Any]) -> dict[str, float | None] | None:
+    """One run's COLUMNS (ms), or None without the client's or vLLM's TTFT."""
     timings = run.get("engine_timings") or {}
     client = (run.get("metrics") or {}).get("mean_ttft_ms")
     engine = (timings.get("time_to_first_token") or {}).get("mean_ms")
@@ -37,7 +38,7 @@ def timing_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     """Per (workload, concurrency, server): medians over rounds of each column."""
     grouped: dict[tuple[str, int, str], list[dict[str, float | None]]] = defaultdict(list)
     for run in data.get("runs", []):
-        one = _one_run(run)
+        one = run_timings(run)
         if one is not None:
             grouped[(run["workload"], run["concurrency"], run["server"])].append(one)
     rows = []

@@ -17,15 +17,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.report_timing import run_timings
+
 COLUMNS = (
     "run", "req/s", "out tok/s", "TTFT p50", "TPOT p50", "vLLM TTFT", "pre-engine",
     "front end", "prefill", "ITL", "main CPU-s", "µs/token",
 )  # fmt: skip
-
-
-def _mean(timings: dict[str, Any], name: str) -> float | None:
-    value = (timings.get(name) or {}).get("mean_ms")
-    return float(value) if value is not None else None
 
 
 def _num(value: float | None, digits: int) -> str:
@@ -37,11 +34,9 @@ def run_row(run: dict[str, Any]) -> list[str] | None:
     metrics = run.get("metrics") or {}
     if not metrics:
         return None
-    timings = run.get("engine_timings") or {}
-    ttft = _mean(timings, "time_to_first_token")
-    queue, prefill = _mean(timings, "request_queue_time"), _mean(timings, "request_prefill_time")
-    pre = None if None in (ttft, queue, prefill) else ttft - queue - prefill  # type: ignore[operator]
-    front = None if ttft is None else metrics["mean_ttft_ms"] - ttft
+    ms = run_timings(run) or {}
+    vllm, queue, prefill = ms.get("vllm"), ms.get("queue"), ms.get("prefill")
+    pre = None if vllm is None or queue is None or prefill is None else vllm - queue - prefill
     threads = run.get("engine_core_threads_cpu_s") or []
     main = max((t["cpu_s"] for t in threads), default=None)
     name = f"{run['server']} r{run['round']} {run['workload']}@{run['concurrency']}"
@@ -51,11 +46,11 @@ def run_row(run: dict[str, Any]) -> list[str] | None:
         _num(metrics["output_throughput"], 0),
         _num(metrics["p50_ttft_ms"], 1),
         _num(metrics["p50_tpot_ms"], 2),
-        _num(ttft, 1),
+        _num(vllm, 1),
         _num(pre, 2),
-        _num(front, 2),
+        _num(ms.get("front_end"), 2),
         _num(prefill, 1),
-        _num(_mean(timings, "inter_token_latency"), 2),
+        _num(ms.get("itl"), 2),
         _num(main, 2),
         _num(run.get("api_server_cpu_us_per_token"), 1),
     ]
