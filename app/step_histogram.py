@@ -24,10 +24,9 @@ class StepHistogram:
     """Stands in for one prometheus_client `Histogram` child: `observe` keeps the value,
     `flush` adds what was kept to the child's buckets and sum."""
 
-    __slots__ = ("bounds", "buckets", "child", "total", "values")
+    __slots__ = ("bounds", "buckets", "total", "values")
 
     def __init__(self, child: Any) -> None:
-        self.child = child
         self.bounds: list[float] = list(child._upper_bounds)
         self.buckets: list[Any] = child._buckets
         self.total: Any = child._sum
