@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bench.client import build_plan, on_end, on_start
+from bench.client import build_plan, on_end, on_start, prompt_seed
 from bench.commands import RUST_FRONTEND_VAR, bench_server, client_argv, scalar_metrics
 from bench.machine import autogroup_nice, favour_client, favoured_client
 from bench.options import build_parser
@@ -90,6 +90,26 @@ def test_build_plan_names_every_point_once(tmp_path: Path) -> None:
     assert argv[argv.index("--max-concurrency") + 1] == "32"
     assert argv[argv.index("--result-filename") + 1] == "gateway-r2-128x64-c32.json"
     assert runs["gateway-r2-128x64-c32"]["num_prompts"] == 320  # 10 per unit of concurrency
+
+
+def _seeds(name: str, rnd: int, tmp_path: Path) -> dict[str, str]:
+    prof = profile_from_args("cpu", build_parser().parse_args(["--concurrency", "1,8"]))
+    plan, runs = build_plan(
+        prof, name, rnd, python="py", model="m", port=9, seed=5, results_dir=tmp_path
+    )
+    for item in plan:
+        argv = item["argv"]
+        assert int(argv[argv.index("--seed") + 1]) == runs[item["tag"]]["seed"]
+    return {tag.split("-", 2)[2]: str(runs[tag]["seed"]) for tag in runs}
+
+
+def test_every_round_and_point_has_prompts_of_its_own(tmp_path: Path) -> None:
+    gateway_r1, gateway_r2 = _seeds("gateway", 1, tmp_path), _seeds("gateway", 2, tmp_path)
+    # the same round's prompts for every server (an A/B), fresh ones for each round and point
+    assert _seeds("vllm", 1, tmp_path) == gateway_r1
+    assert len({*gateway_r1.values(), *gateway_r2.values()}) == 4
+    assert prompt_seed(5, 1, (128, 64), 8, False) != prompt_seed(5, 1, (128, 64), 8, True)
+    assert prompt_seed(5, 1, (128, 64), 8, False) != prompt_seed(6, 1, (128, 64), 8, False)
 
 
 class Meter:
