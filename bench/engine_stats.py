@@ -8,8 +8,10 @@ its renderer, the gateway in `prepare_chat`), so subtracting vLLM's mean time to
 token from the client's says how much of the client's TTFT went to HTTP in and out (and
 the client itself), for either server.
 
-`snapshot` sums each histogram's `_sum` and `_count` over its label sets; `timings` turns
-two snapshots into per-request means over the requests that finished in between.
+`snapshot` sums each histogram's `_sum` and `_count` over its label sets, and the prefix
+cache's two token counters; `timings` turns two snapshots into per-request means over the
+requests that finished in between, and the prefix cache's hit rate over the tokens looked
+up in between (a run whose prompts an earlier run already sent is served from the cache).
 `fetch` and `counter_total` read one counter (bench.profile's generated tokens).
 """
 
@@ -28,14 +30,19 @@ HISTOGRAMS: Final = (
 )
 """vLLM histogram names without the `vllm:` prefix and the `_seconds` suffix."""
 
-Snapshot = dict[str, tuple[float, float]]  # name -> (sum of seconds, count)
+COUNTERS: Final = ("prefix_cache_hits", "prefix_cache_queries")
+"""vLLM counters (tokens) without the `vllm:` prefix and the `_total` suffix."""
+
+Snapshot = dict[str, tuple[float, float]]  # name -> (sum of seconds, count); counters: (total, 0)
 
 
 def parse(text: str) -> Snapshot:
-    """Sums and counts of the HISTOGRAMS in a Prometheus text exposition."""
+    """Sums and counts of the HISTOGRAMS, and totals of the COUNTERS, in a Prometheus text
+    exposition."""
     from prometheus_client.parser import text_string_to_metric_families
 
     wanted = {f"vllm:{name}_seconds": name for name in HISTOGRAMS}
+    wanted |= {f"vllm:{name}": name for name in COUNTERS}
     out: dict[str, list[float]] = {}
     for family in text_string_to_metric_families(text):
         name = wanted.get(family.name)
@@ -43,7 +50,7 @@ def parse(text: str) -> Snapshot:
             continue
         acc = out.setdefault(name, [0.0, 0.0])
         for sample in family.samples:
-            if sample.name.endswith("_sum"):
+            if sample.name.endswith(("_sum", "_total")):
                 acc[0] += sample.value
             elif sample.name.endswith("_count"):
                 acc[1] += sample.value
@@ -80,13 +87,17 @@ def counter_total(text: str, name: str) -> float | None:
 
 
 def timings(before: Snapshot | None, after: Snapshot | None) -> dict[str, dict[str, float]]:
-    """`{name: {"mean_ms", "count"}}` for the observations between two snapshots."""
+    """`{name: {"mean_ms", "count"}}` for the observations between two snapshots, and
+    `{"prefix_cache": {"hit_rate", "queried_tokens"}}` where prompt tokens were looked up."""
     if before is None or after is None:
         return {}
     out: dict[str, dict[str, float]] = {}
     for name, (total, count) in after.items():
         total0, count0 = before.get(name, (0.0, 0.0))
         n = count - count0
-        if n > 0:
+        if n > 0 and name not in COUNTERS:
             out[name] = {"mean_ms": round((total - total0) / n * 1000, 3), "count": n}
+    hits, queries = (after.get(k, (0.0, 0.0))[0] - before.get(k, (0.0, 0.0))[0] for k in COUNTERS)
+    if queries > 0:
+        out["prefix_cache"] = {"hit_rate": round(hits / queries, 4), "queried_tokens": queries}
     return out

@@ -5,8 +5,9 @@
 `bench.report` gives medians over rounds; reading a lease needs each run beside its
 neighbours in time (the host drifts within a call): throughput, the client's TTFT and
 TPOT, vLLM's own timings (the path before the engine = vLLM's TTFT − queue − prefill;
-the front end = the client's mean TTFT − vLLM's), the engine core main thread's
-CPU-seconds and the front end's CPU per output token. Markdown on stdout.
+the front end = the client's mean TTFT − vLLM's), the prefix cache's hit rate over the
+run's prompt tokens (results since session 26), the engine core main thread's CPU-seconds
+and the front end's CPU per output token. Markdown on stdout.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from bench.report_timing import run_timings
 
 COLUMNS = (
     "run", "req/s", "out tok/s", "TTFT p50", "TPOT p50", "vLLM TTFT", "pre-engine",
-    "front end", "prefill", "ITL", "main CPU-s", "µs/token",
+    "front end", "prefill", "ITL", "cache hits", "main CPU-s", "µs/token",
 )  # fmt: skip
 
 
@@ -39,6 +40,7 @@ def run_row(run: dict[str, Any]) -> list[str] | None:
     pre = None if vllm is None or queue is None or prefill is None else vllm - queue - prefill
     threads = run.get("engine_core_threads_cpu_s") or []
     main = max((t["cpu_s"] for t in threads), default=None)
+    hit_rate = ((run.get("engine_timings") or {}).get("prefix_cache") or {}).get("hit_rate")
     name = f"{run['server']} r{run['round']} {run['workload']}@{run['concurrency']}"
     return [
         name,
@@ -51,6 +53,7 @@ def run_row(run: dict[str, Any]) -> list[str] | None:
         _num(ms.get("front_end"), 2),
         _num(prefill, 1),
         _num(ms.get("itl"), 2),
+        "–" if hit_rate is None else f"{hit_rate:.0%}",
         _num(main, 2),
         _num(run.get("api_server_cpu_us_per_token"), 1),
     ]

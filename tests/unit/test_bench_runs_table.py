@@ -28,6 +28,7 @@ def _run(server: str, rnd: int, **extra: object) -> dict[str, object]:
             "request_queue_time": {"mean_ms": 20.0},
             "request_prefill_time": {"mean_ms": 50.0},
             "inter_token_latency": {"mean_ms": 4.25},
+            "prefix_cache": {"hit_rate": 0.0312, "queried_tokens": 66000.0},
         },
         "engine_core_threads_cpu_s": [{"cpu_s": 2.5}, {"cpu_s": 0.1}],
         "api_server_cpu_us_per_token": 101.5,
@@ -44,6 +45,7 @@ def test_a_row_holds_the_derived_timings() -> None:
     assert cells["out tok/s"] == "11,536"
     assert cells["pre-engine"] == "30.00"  # 100 - 20 - 50
     assert cells["front end"] == "30.00"  # the client's 130 - vLLM's 100
+    assert cells["cache hits"] == "3%"
     assert cells["main CPU-s"] == "2.50"  # the busiest engine core thread
     assert cells["µs/token"] == "101.5"
 
@@ -52,7 +54,7 @@ def test_missing_parts_show_as_dashes_and_runs_without_results_are_left_out() ->
     bare = _run("vllm", 1, engine_timings={}, engine_core_threads_cpu_s=[])
     bare.pop("api_server_cpu_us_per_token")
     row = run_row(bare)
-    assert row is not None and row[5:8] == ["–", "–", "–"] and row[-2:] == ["–", "–"]
+    assert row is not None and row[5:8] == ["–", "–", "–"] and row[-3:] == ["–", "–", "–"]
     assert run_row({"server": "vllm", "round": 1, "metrics": {}}) is None
     skipped = {"server": "gateway", "round": 1}
     text = table({"runs": [_run("vllm", 1), skipped, _run("gateway", 1)]})

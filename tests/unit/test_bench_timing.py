@@ -63,6 +63,28 @@ vllm:generation_tokens_created{engine="0",model_name="m"} 1.7e9
     assert engine_stats.counter_total(EXPOSITION, "vllm:generation_tokens") is None
 
 
+def test_parse_and_timings_give_the_prefix_cache_hit_rate_between_snapshots() -> None:
+    text = """\
+# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 3000.0
+# HELP vllm:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.
+# TYPE vllm:prefix_cache_hits_total counter
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 1000.0
+vllm:prefix_cache_hits_total{engine="1",model_name="m"} 500.0
+"""
+    before = engine_stats.parse(text)
+    assert before == {
+        "prefix_cache_queries": (3000.0, 0.0),
+        "prefix_cache_hits": (1500.0, 0.0),
+    }
+    after = {"prefix_cache_queries": (7000.0, 0.0), "prefix_cache_hits": (4500.0, 0.0)}
+    assert engine_stats.timings(before, after) == {
+        "prefix_cache": {"hit_rate": 0.75, "queried_tokens": 4000.0}
+    }
+    assert engine_stats.timings(before, before) == {}  # nothing looked up in between
+
+
 def test_timings_are_means_of_what_finished_between_two_snapshots() -> None:
     before = {"time_to_first_token": (0.25, 5.0), "request_queue_time": (0.005, 5.0)}
     after = {
