@@ -8,18 +8,19 @@ Starts the server as `bench.run` does (same flags, same environment), starts a l
 benchmark against it, lets it warm up, records the API-server process with py-spy
 (`--nonblocking`, raw collapsed stacks, no idle frames), stops everything, and prints where
 the process's time went: by leaf frame's package, by our own functions (self and
-inclusive), plus its CPU seconds per output token over the recording. Files land in
---out (default bench/results/tmp/profile-<server>-c<N>/).
+inclusive), plus its CPU seconds per output token over the recording. `--engine-core`
+records vLLM's engine core process instead, the same way beside either server (and beside
+vLLM's Rust frontend, `--vllm-frontend rust`, whose own process py-spy can't read). Files
+land in --out (default bench/results/tmp/profile-<server>-c<N>/).
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
 import contextlib
+import dataclasses
 import json
 import os
-import re
 import shlex
 import shutil
 import signal
@@ -27,130 +28,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from bench import engine_stats
-from bench.commands import bench_server, client_argv, ensure_model
+from bench.commands import VLLM_FRONTENDS, bench_server, client_argv, ensure_model
+from bench.options import sampling_values
+from bench.procfs import is_engine_core
+from bench.profile_summary import summarize, summarize_processes
 from bench.profiles import PROFILES, ROOT
 from bench.servers import stop_all
-
-# leaf-frame buckets, first match wins (matched against the frame's file path)
-BUCKETS = [
-    ("gateway app/", re.compile(r"(^|/)app/")),
-    (
-        "vllm output processing (detokenize, RequestOutput)",
-        re.compile(
-            r"vllm/(v1/engine/(output_processor|detokenizer|logprobs|async_llm)|outputs|"
-            r"tokenizers?/|transformers_utils/)"
-        ),
-    ),
-    (
-        "vllm engine client (ZMQ, msgspec decode)",
-        re.compile(
-            r"vllm/v1/engine/core_client|"
-            r"vllm/v1/serial_utils|zmq|msgspec"
-        ),
-    ),
-    ("vllm serving layer (entrypoints)", re.compile(r"vllm/entrypoints")),
-    ("vllm other", re.compile(r"vllm/")),
-    ("tokenizers / transformers", re.compile(r"tokenizers|transformers/")),
-    ("pydantic", re.compile(r"pydantic")),
-    ("json / orjson", re.compile(r"(^|/)json/|orjson")),
-    ("starlette / fastapi", re.compile(r"starlette|fastapi")),
-    ("uvicorn / httptools / h11", re.compile(r"uvicorn|httptools|h11")),
-    ("prometheus_client", re.compile(r"prometheus_client")),
-    ("asyncio / uvloop", re.compile(r"asyncio|uvloop")),
-]
-
-
-def parse_frame(frame: str) -> tuple[str, str]:
-    """py-spy raw frames look like `function (path/file.py:123)`."""
-    m = re.match(r"(.*) \((.*?)(?::\d+)?\)$", frame)
-    if not m:
-        return frame, ""
-    return m.group(1), m.group(2)
-
-
-def bucket_of(path: str, func: str) -> str:
-    for name, rx in BUCKETS:
-        if rx.search(path):
-            return name
-    if not path:
-        return "native / unknown"
-    return "other Python (stdlib etc.)"
-
-
-def split_processes(raw: Path) -> dict[str, list[str]]:
-    """`py-spy --subprocesses` roots every stack in `process PID:"cmdline"` frames (parent
-    first): the raw lines of each sampled process, keyed by its innermost such frame."""
-    out: dict[str, list[str]] = collections.defaultdict(list)
-    for line in raw.read_text(errors="replace").splitlines():
-        frames = line.split(";")
-        n = 0
-        while n < len(frames) - 1 and frames[n].startswith("process "):
-            n += 1
-        key = frames[n - 1][len("process ") :][:120] if n else "main"
-        out[key].append(";".join(frames[n:]))
-    return dict(out)
-
-
-def summarize_processes(raw: Path) -> dict[str, Any]:
-    """Per-process summaries (largest first) of a `--subprocesses` recording."""
-    per = split_processes(raw)
-    total = sum(_samples(lines) for lines in per.values()) or 1
-    ranked = sorted(per.items(), key=lambda kv: -_samples(kv[1]))
-    return {
-        key: {"share_pct": round(100.0 * _samples(lines) / total, 1), **summarize(lines)}
-        for key, lines in ranked
-    }
-
-
-def _samples(lines: list[str]) -> int:
-    return sum(int(c) for c in (ln.rpartition(" ")[2] for ln in lines) if c.isdigit())
-
-
-def summarize(raw: Path | list[str]) -> dict[str, Any]:
-    lines = raw.read_text(errors="replace").splitlines() if isinstance(raw, Path) else raw
-    leaf: collections.Counter[str] = collections.Counter()
-    app_self: collections.Counter[str] = collections.Counter()
-    app_incl: collections.Counter[str] = collections.Counter()
-    top_leaf: collections.Counter[str] = collections.Counter()
-    total = 0
-    for line in lines:
-        stack, _, count_s = line.rpartition(" ")
-        if not stack or not count_s.isdigit():
-            continue
-        count = int(count_s)
-        frames = stack.split(";")
-        total += count
-        func, path = parse_frame(frames[-1])
-        leaf[bucket_of(path, func)] += count
-        top_leaf[f"{func} ({_short(path)})"] += count
-        if "/app/" in "/" + path:
-            app_self[f"{func} ({_short(path)})"] += count
-        seen = set()
-        for fr in frames:
-            f, p = parse_frame(fr)
-            if "/app/" in "/" + p:
-                key = f"{f} ({_short(p)})"
-                if key not in seen:
-                    seen.add(key)
-                    app_incl[key] += count
-    pct = (lambda n: round(100.0 * n / total, 1)) if total else (lambda n: 0.0)
-    return {
-        "samples": total,
-        "by_leaf_bucket_pct": {k: pct(v) for k, v in leaf.most_common()},
-        "app_self_pct": {k: pct(v) for k, v in app_self.most_common(15)},
-        "app_inclusive_pct": {k: pct(v) for k, v in app_incl.most_common(15)},
-        "top_leaf_functions_pct": {k: pct(v) for k, v in top_leaf.most_common(25)},
-    }
-
-
-def _short(path: str) -> str:
-    for marker in ("site-packages/", "/app/", "lib/python3"):
-        if marker in path:
-            return path[path.index(marker) + (len(marker) if marker != "/app/" else 1) :]
-    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,11 +54,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=18471)
     p.add_argument("--out", default=None)
     p.add_argument("--gateway-root", default=None, help="run the gateway from this checkout")
-    p.add_argument(
-        "--server-args",
-        default="",
-        help="extra flags for the server, one string (e.g. '--api-server-count 1')",
-    )
+    p.add_argument("--server-args", default="", help="extra flags, one string")
+    p.add_argument("--vllm-frontend", choices=VLLM_FRONTENDS, default="python")
+    p.add_argument("--sampling", type=sampling_values, default=None, help="as bench.run's")
+    p.add_argument("--engine-core", action="store_true", help="record the engine core")
     p.add_argument(
         "--gil",
         action=argparse.BooleanOptionalAction,
@@ -191,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(py_spy).exists():
         raise SystemExit("py-spy not found: .venv/bin/pip install py-spy")
     prof = PROFILES[args.profile]
+    if args.sampling is not None:
+        prof = dataclasses.replace(prof, sampling=args.sampling)
     model = ensure_model(args, prof)
     out = Path(
         args.out
@@ -201,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     server = bench_server(
         args.server, prof, python=args.python, model=model, port=args.port,
         log_path=out / "server.log", extra=shlex.split(args.server_args),
-        gateway_root=args.gateway_root,
+        gateway_root=args.gateway_root, frontend=args.vllm_frontend,
     )  # fmt: skip
     client = None
     try:
@@ -223,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         per0 = cpu_by_process(server.proc.pid) if server.proc else {}
         t0 = time.monotonic()
         raw = out / "py-spy.txt"
+        pid = server.proc.pid if server.proc else 0
+        pid = engine_core_pid(pid) or pid if args.engine_core else pid
         subprocess.run(
-            [py_spy, "record", "--pid", str(server.proc.pid if server.proc else 0),
+            [py_spy, "record", "--pid", str(pid),
              "--duration", str(args.seconds), "--rate", str(args.rate), "--format", "raw",
              "--nonblocking", "--output", str(raw), *(["--gil"] if args.gil else []),
              *(["--subprocesses"] if args.subprocesses else [])],
@@ -242,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         summary.update(
             server=args.server,
             server_args=args.server_args,
+            vllm_frontend=args.vllm_frontend,
+            recorded="engine core" if args.engine_core else "API server",
             concurrency=args.concurrency,
             workload=args.workload,
             record_wall_s=round(wall, 1),
@@ -270,6 +160,17 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
         stop_all()
     return 0
+
+
+def engine_core_pid(pid: int) -> int | None:
+    """The pid of the engine core among `pid`'s descendants; None when there is none."""
+    with contextlib.suppress(Exception):
+        import psutil
+
+        for proc in psutil.Process(pid).children(recursive=True):
+            if is_engine_core(proc):
+                return int(proc.pid)
+    return None
 
 
 def cpu_by_process(pid: int) -> dict[int, tuple[str, float]]:

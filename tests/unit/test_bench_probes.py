@@ -14,7 +14,7 @@ from typing import Any
 
 from bench.client_limit import _end_event, busy_share
 from bench.first_text import first_text_probe, fit_to_length
-from bench.profile import split_processes, summarize_processes
+from bench.profile_summary import split_processes, summarize, summarize_processes
 from bench.vllm_bench import _meter_benchmark
 from tests.local_http import serving
 
@@ -31,6 +31,25 @@ def test_profile_splits_a_subprocess_recording_by_process(tmp_path: Path) -> Non
     assert per['7:"worker"']["samples"] == 3
     assert per['7:"worker"']["app_inclusive_pct"] == {"serve (app/x.py)": 100.0}
     assert split_processes(raw)['1:"launcher"'] == ["main (a.py:1);idle (a.py:2) 1"]
+
+
+def test_profile_summary_ranks_vllm_functions_inclusively() -> None:
+    core = "run_busy_loop (vllm/v1/engine/core.py:9)"
+    step = "step (vllm/v1/engine/core.py:20)"
+    lines = [
+        f"{core};{step};schedule (vllm/v1/core/sched/scheduler.py:5) 3",
+        f"{core};{step};step (vllm/v1/engine/core.py:20);to_cpu (torch/x.py:1) 5",
+        f"{core};_process_input_queue (vllm/v1/engine/core.py:30) 2",
+    ]
+    summary = summarize(lines)
+    assert summary["vllm_inclusive_pct"] == {
+        "run_busy_loop (vllm/v1/engine/core.py)": 100.0,
+        "step (vllm/v1/engine/core.py)": 80.0,  # a recursive frame counted once a sample
+        "schedule (vllm/v1/core/sched/scheduler.py)": 30.0,
+        "_process_input_queue (vllm/v1/engine/core.py)": 20.0,
+    }
+    assert summary["app_inclusive_pct"] == {}
+    assert summary["top_leaf_functions_pct"]["to_cpu (torch/x.py)"] == 50.0
 
 
 def test_busy_share_averages_the_samples_inside_the_span(tmp_path: Path) -> None:
