@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
+from app.accept_gate import GatedListener, WorkerSlot
 from app.lifecycle import Lifecycle
 
 if TYPE_CHECKING:
@@ -35,9 +36,11 @@ class GatewayServer(uvicorn.Server):
         app_state: State,
         drain_timeout: float,
         on_started: Callable[[], object] | None = None,
+        slot: WorkerSlot | None = None,
     ) -> None:
         super().__init__(config)
         self.on_started = on_started
+        self.slot = slot
         self.app_state = app_state
         self.lifecycle: Lifecycle = app_state.lifecycle
         self.drain_timeout = drain_timeout
@@ -48,9 +51,28 @@ class GatewayServer(uvicorn.Server):
 
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         self._loop = asyncio.get_running_loop()
-        await super().startup(sockets=sockets)  # type: ignore[arg-type]
+        if sockets and self.slot is not None and self.slot.limit > 0:
+            await super().startup(sockets=[])  # the lifespan; the listeners are ours
+            if self.started:
+                self.servers.extend(self._gated(sock) for sock in sockets)  # type: ignore[misc]
+        else:
+            await super().startup(sockets=sockets)  # type: ignore[arg-type]
         if self.started and self.on_started is not None:
             self.on_started()
+
+    def _gated(self, sock: object) -> GatedListener:
+        """A listener that fills the workers in order (`app.accept_gate`), with the
+        protocol uvicorn's own listener would give each connection."""
+        assert self.slot is not None and isinstance(sock, socket.socket)
+        config = self.config
+
+        def protocol() -> asyncio.Protocol:
+            return config.http_protocol_class(  # type: ignore[call-arg]
+                config=config, server_state=self.server_state, app_state=self.lifespan.state
+            )
+
+        connections = self.server_state.connections
+        return GatedListener(sock, protocol, connections, self.slot, config.backlog)
 
     def request_exit(self) -> None:
         """Stop now (used when the engine has died)."""
@@ -112,9 +134,11 @@ def serve_app(
     settings: Settings,
     sock: socket.socket | None = None,
     on_started: Callable[[], object] | None = None,
+    slot: WorkerSlot | None = None,
 ) -> int:
     """Serve `app` until SIGTERM/SIGINT (on `sock` when given; `on_started` called once
-    it serves); the process exit status."""
+    it serves; an HTTP worker's `slot` fills the workers in order); the process exit
+    status."""
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -129,7 +153,7 @@ def serve_app(
         # connection first races the client's next request on it.
         timeout_keep_alive=75,
     )
-    server = GatewayServer(config, app.state, settings.drain_timeout, on_started)
+    server = GatewayServer(config, app.state, settings.drain_timeout, on_started, slot)
     app.state.request_exit = server.request_exit
     try:
         server.run(sockets=[sock] if sock is not None else None)

@@ -114,6 +114,13 @@ class Settings(BaseSettings):
         description="HTTP worker processes sharing the one engine (as vllm serve's flag); "
         "0 = auto: 1 on CPU, one per 4 cores up to 4 with a GPU.",
     )
+    connections_per_worker: int = Field(
+        default=0,
+        ge=0,
+        description="With several HTTP workers: the open connections each worker fills up to "
+        "before the next takes new ones (fewer engine clients busy at moderate "
+        "concurrency); 0 = the kernel spreads connections over the workers.",
+    )
     warmup: bool = Field(
         default=True,
         description="Before serving, run a few short generations with the default sampling "

@@ -24,6 +24,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.accept_gate import WorkerLoads, WorkerSlot
 from app.cpus import usable_cpus
 from app.model_source import ModelSource
 from app.settings import Settings
@@ -45,6 +46,7 @@ class WorkerSpec:
     pending: SharedPending = field(default_factory=SharedPending)  # the admission count
     serving: Any = field(default_factory=_event)  # set once a worker serves
     parent: int = field(default_factory=os.getpid)  # the process that starts the workers
+    loads: WorkerLoads | None = None  # `--connections-per-worker`: who takes a connection
 
 
 MAX_AUTO_WORKERS = 4
@@ -150,7 +152,8 @@ def launcher_args(settings: Settings, source: ModelSource) -> Any:
     args.host = settings.host
     args.port = settings.port
     args.api_server_count = settings.api_server_count
-    args.gateway = WorkerSpec(settings=settings, source=source)
+    loads = WorkerLoads(settings.api_server_count) if settings.connections_per_worker else None
+    args.gateway = WorkerSpec(settings=settings, source=source, loads=loads)
     return args
 
 
@@ -188,8 +191,12 @@ def serve_worker(
         client_config=client_config or {},
         shared_pending=spec.pending,
     )
+    slot = None
+    if spec.loads is not None:
+        index = int((client_config or {}).get("client_index", 0))
+        slot = WorkerSlot(index, spec.settings.connections_per_worker, spec.loads)
     try:
-        status = serve_app(app, spec.settings, sock, on_started=spec.serving.set)
+        status = serve_app(app, spec.settings, sock, on_started=spec.serving.set, slot=slot)
     except KeyboardInterrupt:  # SIGINT to the whole process group (Ctrl-C): already stopped
         status = 0
     finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,13 +186,43 @@ def doomed(
         tmp,
         tiny_model_dir,
         test_home,
-        ["--api-server-count", "2", "--max-pending-requests", "2"],
+        ["--api-server-count", "2", "--max-pending-requests", "2", "--connections-per-worker", "2"],
         server_env(test_home),
     )
     try:
         yield proc, live
     finally:
         stop(proc)  # normally test_engine_death_stops_every_worker_with_status_3 ended it
+
+
+def _owner(workers: dict[int, psutil.Process], client_port: int) -> int | None:
+    """The index of the worker holding the server side of the client's connection."""
+    for index, worker in workers.items():
+        for conn in worker.net_connections(kind="tcp"):
+            if conn.raddr and conn.raddr.port == client_port:
+                return index
+    return None
+
+
+def test_connections_fill_the_first_worker_first(doomed) -> None:  # type: ignore[no-untyped-def]
+    """`--connections-per-worker 2`: worker 0 takes the first two connections that stay
+    open, worker 1 the next two (the kernel alone spreads them over both)."""
+    proc, live = doomed
+    workers = {i: _named(_family(proc), f"APIServer_{i}")[0] for i in range(2)}
+    port = int(live.base_url.rsplit(":", 1)[1])
+    held: list[socket.socket] = []
+    owners = []
+    try:
+        for _ in range(4):
+            conn = socket.create_connection(("127.0.0.1", port), timeout=30)
+            held.append(conn)
+            conn.sendall(b"GET /health HTTP/1.1\r\nHost: gateway\r\n\r\n")
+            assert conn.recv(4096).startswith(b"HTTP/1.1 200")  # kept open: keep-alive
+            owners.append(_owner(workers, conn.getsockname()[1]))
+    finally:
+        for conn in held:
+            conn.close()
+    assert owners == [0, 0, 1, 1]
 
 
 def test_workers_share_one_admission_limit(doomed) -> None:  # type: ignore[no-untyped-def]
