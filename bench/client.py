@@ -27,6 +27,8 @@ class CpuMeter(Protocol):
 
     def engine_threads(self) -> dict[str, float]: ...
 
+    def worker_cpu(self) -> dict[str, float]: ...
+
 
 def prompt_seed(seed: int, rnd: int, workload: tuple[int, int], conc: int, pinned: bool) -> int:
     """The random dataset's seed for one run: `seed` mixed with the run's round and point.
@@ -114,6 +116,7 @@ def on_start(run: dict[str, Any], event: Event, server: CpuMeter) -> None:
     run["loadavg_before"] = event.get("loadavg")
     run["_cpu0"] = server.cpu_seconds()
     run["_threads0"] = server.engine_threads()
+    run["_workers0"] = server.worker_cpu()
     run["started"] = (
         dt.datetime.fromtimestamp(event["time"]).astimezone().isoformat(timespec="seconds")
     )
@@ -157,6 +160,11 @@ def _cpu_use(run: dict[str, Any], server: CpuMeter) -> None:
     threads0, threads1 = run.pop("_threads0", {}), server.engine_threads()
     if threads1:
         run["engine_core_threads_cpu_s"] = busiest_threads(threads0, threads1)
+    workers0, workers1 = run.pop("_workers0", {}), server.worker_cpu()
+    if workers1:  # how the HTTP workers shared the load (`--connections-per-worker`)
+        run["http_workers_cpu_s"] = {
+            name: round(cpu - workers0.get(name, 0.0), 3) for name, cpu in sorted(workers1.items())
+        }
     api0, eng0 = run.pop("_cpu0", (None, None))
     api1, eng1 = server.cpu_seconds()
     if api0 is None or api1 is None:

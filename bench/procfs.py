@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from typing import Any
 
 
@@ -42,6 +43,13 @@ def is_api_worker(proc: Any) -> bool:
     words = proc.cmdline()
     rust = len(words) > 1 and words[0].endswith("vllm-rs") and words[1] == "frontend"
     return rust or "APIServer" in " ".join(words)
+
+
+def worker_title(words: list[str]) -> str:
+    """A short name for an HTTP-serving process from its command line: `APIServer_2`, or
+    the program's name (`vllm-rs`)."""
+    found = re.search(r"APIServer_\d+", " ".join(words))
+    return found.group(0) if found else (words[0].rsplit("/", 1)[-1] if words else "?")
 
 
 def is_engine_core(proc: Any) -> bool:

@@ -6,8 +6,9 @@
 neighbours in time (the host drifts within a call): throughput, the client's TTFT and
 TPOT, vLLM's own timings (the path before the engine = vLLM's TTFT − queue − prefill;
 the front end = the client's mean TTFT − vLLM's), the prefix cache's hit rate over the
-run's prompt tokens (results since session 26), the engine core main thread's CPU-seconds
-and the front end's CPU per output token. Markdown on stdout.
+run's prompt tokens (results since session 26), the engine core main thread's CPU-seconds,
+the front end's CPU per output token and each HTTP worker's CPU-seconds (since session 26:
+how `--connections-per-worker` shared the load). Markdown on stdout.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from bench.report_timing import run_timings
 
 COLUMNS = (
     "run", "req/s", "out tok/s", "TTFT p50", "TPOT p50", "vLLM TTFT", "pre-engine",
-    "front end", "prefill", "ITL", "cache hits", "main CPU-s", "µs/token",
+    "front end", "prefill", "ITL", "cache hits", "main CPU-s", "µs/token", "workers' CPU-s",
 )  # fmt: skip
 
 
@@ -56,6 +57,7 @@ def run_row(run: dict[str, Any]) -> list[str] | None:
         "–" if hit_rate is None else f"{hit_rate:.0%}",
         _num(main, 2),
         _num(run.get("api_server_cpu_us_per_token"), 1),
+        "/".join(f"{cpu:.1f}" for cpu in (run.get("http_workers_cpu_s") or {}).values()) or "–",
     ]
 
 

@@ -26,6 +26,7 @@ from bench.procfs import (
     pss_kib,
     read_status_kib,
     rss_kib,
+    worker_title,
 )
 
 try:
@@ -184,6 +185,19 @@ class ServerProcess:
             return front, engine
         except Exception:
             return None, None
+
+    def worker_cpu(self) -> dict[str, float]:
+        """CPU seconds so far of each HTTP worker process, by its title (`APIServer_0`, ...);
+        {} for a server without workers."""
+        out: dict[str, float] = {}
+        with contextlib.suppress(Exception):
+            assert psutil is not None and self.proc is not None
+            for kid in psutil.Process(self.proc.pid).children(recursive=True):
+                with contextlib.suppress(Exception):
+                    if is_api_worker(kid):
+                        t = kid.cpu_times()
+                        out[worker_title(kid.cmdline())] = t.user + t.system
+        return out
 
     def engine_threads(self) -> dict[str, float]:
         """CPU seconds so far of each thread of the engine core process ({} if not found)."""

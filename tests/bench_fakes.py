@@ -24,3 +24,6 @@ class FakeServer:
 
     def engine_threads(self) -> dict[str, float]:
         return {}
+
+    def worker_cpu(self) -> dict[str, float]:
+        return {}

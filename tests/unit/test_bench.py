@@ -15,7 +15,7 @@ from bench.client import build_plan, on_end, on_start, prompt_seed
 from bench.commands import RUST_FRONTEND_VAR, bench_server, client_argv, scalar_metrics
 from bench.machine import autogroup_nice, favour_client, favoured_client
 from bench.options import build_parser
-from bench.procfs import current_core, pss_kib, read_status_kib, rss_kib
+from bench.procfs import current_core, pss_kib, read_status_kib, rss_kib, worker_title
 from bench.profiles import profile_from_args
 from bench.sse import first_delta, has_text
 
@@ -113,14 +113,22 @@ def test_every_round_and_point_has_prompts_of_its_own(tmp_path: Path) -> None:
 
 
 class Meter:
-    def __init__(self, *readings: tuple[float, float]) -> None:
+    def __init__(self, *readings: tuple[float, float], workers: bool = False) -> None:
         self.readings = list(readings)
+        self.workers = [
+            {"APIServer_0": 5.0, "APIServer_1": 1.0},
+            {"APIServer_0": 7.5, "APIServer_1": 1.25},
+        ]
+        self.workers = self.workers if workers else [{}, {}]
 
     def cpu_seconds(self) -> tuple[float | None, float | None]:
         return self.readings.pop(0)
 
     def engine_threads(self) -> dict[str, float]:
         return {}  # no engine core found: nothing recorded
+
+    def worker_cpu(self) -> dict[str, float]:
+        return self.workers.pop(0)
 
 
 def test_on_end_records_metrics_and_front_end_cpu_per_token(tmp_path: Path) -> None:
@@ -129,7 +137,7 @@ def test_on_end_records_metrics_and_front_end_cpu_per_token(tmp_path: Path) -> N
         json.dumps({"request_throughput": 40.0, "total_output_tokens": 5120, "failed": 0})
     )
     run: dict[str, Any] = {"num_prompts": 80, "num_warmups": 8, "output_len": 64}
-    meter = Meter((10.0, 100.0), (12.8, 130.0))
+    meter = Meter((10.0, 100.0), (12.8, 130.0), workers=True)
     on_start(run, {"time": 0, "loadavg": [1.0]}, meter)
     line = on_end(run, {"tag": tag, "ok": True, "wall_s": 2.5}, meter, tmp_path)
     assert line.startswith(f"{tag}: 40.00 req/s")
@@ -139,6 +147,13 @@ def test_on_end_records_metrics_and_front_end_cpu_per_token(tmp_path: Path) -> N
     assert run["api_server_cpu_us_per_token"] == round(2.8 / (5120 + 8 * 64) * 1e6, 1)
     assert run["cpu_counts_http_workers"] is True
     assert run["cpu_counts_rust_frontend"] is True
+    assert run["http_workers_cpu_s"] == {"APIServer_0": 2.5, "APIServer_1": 0.25}
+
+
+def test_worker_titles_are_short() -> None:
+    assert worker_title(["VLLM::APIServer_3"]) == "APIServer_3"
+    assert worker_title(["/root/site/bin/vllm-rs", "frontend", "--port", "8000"]) == "vllm-rs"
+    assert worker_title([]) == "?"
 
 
 def test_on_end_marks_a_failed_client_run(tmp_path: Path) -> None:
@@ -174,6 +189,9 @@ def test_on_end_records_the_clients_cpu_share(tmp_path: Path) -> None:
             return None, None
 
         def engine_threads(self) -> dict[str, float]:
+            return {}
+
+        def worker_cpu(self) -> dict[str, float]:
             return {}
 
     event = {"tag": "t", "ok": False, "client_cpu_s": 3.0, "client_busy_wall_s": 4.0}

@@ -117,6 +117,9 @@ class _Meter:
         self.reads += 1  # the busy loop's thread gains a second between two reads
         return {"7:VLLM::EngineCor": 9.0 + self.reads, "8:VLLM::EngineCor": 1.0}
 
+    def worker_cpu(self) -> dict[str, float]:
+        return {}
+
 
 def test_a_run_records_the_engine_cores_busiest_threads() -> None:
     meter = _Meter()

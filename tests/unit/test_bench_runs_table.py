@@ -32,6 +32,7 @@ def _run(server: str, rnd: int, **extra: object) -> dict[str, object]:
         },
         "engine_core_threads_cpu_s": [{"cpu_s": 2.5}, {"cpu_s": 0.1}],
         "api_server_cpu_us_per_token": 101.5,
+        "http_workers_cpu_s": {"APIServer_0": 2.46, "APIServer_1": 0.04},
         **extra,
     }
 
@@ -48,13 +49,15 @@ def test_a_row_holds_the_derived_timings() -> None:
     assert cells["cache hits"] == "3%"
     assert cells["main CPU-s"] == "2.50"  # the busiest engine core thread
     assert cells["µs/token"] == "101.5"
+    assert cells["workers' CPU-s"] == "2.5/0.0"  # in the workers' order
 
 
 def test_missing_parts_show_as_dashes_and_runs_without_results_are_left_out() -> None:
     bare = _run("vllm", 1, engine_timings={}, engine_core_threads_cpu_s=[])
     bare.pop("api_server_cpu_us_per_token")
+    bare.pop("http_workers_cpu_s")
     row = run_row(bare)
-    assert row is not None and row[5:8] == ["–", "–", "–"] and row[-3:] == ["–", "–", "–"]
+    assert row is not None and row[5:8] == ["–", "–", "–"] and row[-4:] == ["–"] * 4
     assert run_row({"server": "vllm", "round": 1, "metrics": {}}) is None
     skipped = {"server": "gateway", "round": 1}
     text = table({"runs": [_run("vllm", 1), skipped, _run("gateway", 1)]})

@@ -193,6 +193,9 @@ class _NoMeter:
     def engine_threads(self) -> dict[str, float]:
         return {}
 
+    def worker_cpu(self) -> dict[str, float]:
+        return {}
+
 
 def test_on_end_keeps_the_clients_engine_timings(tmp_path: Path) -> None:
     tag = "vllm-r1-1024x128-c1"
