@@ -51,7 +51,7 @@ class GatewayServer(uvicorn.Server):
 
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         self._loop = asyncio.get_running_loop()
-        if sockets and self.slot is not None and self.slot.limit > 0:
+        if sockets and self.slot is not None:  # a slot only with `--connections-per-worker`
             await super().startup(sockets=[])  # the lifespan; the listeners are ours
             if self.started:
                 self.servers.extend(self._gated(sock) for sock in sockets)  # type: ignore[misc]

@@ -169,35 +169,39 @@ class ServerProcess:
     def cpu_seconds(self) -> tuple[float | None, float | None]:
         """CPU seconds used so far by the HTTP front end (the API-server process and its
         HTTP worker processes, if any) and by the other descendants (the engine)."""
-        if psutil is None or self.proc is None:
+        walked = self._cpu_walk()
+        if walked is None:
             return None, None
-        try:
-            proc = psutil.Process(self.proc.pid)
-            own = proc.cpu_times()
-            front, engine = own.user + own.system, 0.0
-            for kid in proc.children(recursive=True):
-                with contextlib.suppress(Exception):
-                    t = kid.cpu_times()
-                    if is_api_worker(kid):
-                        front += t.user + t.system
-                    else:
-                        engine += t.user + t.system
-            return front, engine
-        except Exception:
-            return None, None
+        own, workers, engine = walked
+        return own + sum(workers.values()), engine
 
     def worker_cpu(self) -> dict[str, float]:
         """CPU seconds so far of each HTTP worker process, by its title (`APIServer_0`, ...);
         {} for a server without workers."""
-        out: dict[str, float] = {}
-        with contextlib.suppress(Exception):
-            assert psutil is not None and self.proc is not None
-            for kid in psutil.Process(self.proc.pid).children(recursive=True):
+        walked = self._cpu_walk()
+        return {} if walked is None else walked[1]
+
+    def _cpu_walk(self) -> tuple[float, dict[str, float], float] | None:
+        """CPU seconds so far of the started process, of each HTTP-serving descendant (by
+        `worker_title`) and of the other descendants together; None when unreadable."""
+        if psutil is None or self.proc is None:
+            return None
+        try:
+            proc = psutil.Process(self.proc.pid)
+            own = proc.cpu_times()
+            workers: dict[str, float] = {}
+            engine = 0.0
+            for kid in proc.children(recursive=True):
                 with contextlib.suppress(Exception):
+                    t = kid.cpu_times()
                     if is_api_worker(kid):
-                        t = kid.cpu_times()
-                        out[worker_title(kid.cmdline())] = t.user + t.system
-        return out
+                        title = worker_title(kid.cmdline())
+                        workers[title] = workers.get(title, 0.0) + t.user + t.system
+                    else:
+                        engine += t.user + t.system
+            return own.user + own.system, workers, engine
+        except Exception:
+            return None
 
     def engine_threads(self) -> dict[str, float]:
         """CPU seconds so far of each thread of the engine core process ({} if not found)."""

@@ -96,6 +96,21 @@ class StreamReader:
         self._thread.join(timeout=timeout)
 
 
+def descendants(proc: Any) -> list[psutil.Process]:
+    """Every process under `proc` (a Popen)."""
+    return list(psutil.Process(proc.pid).children(recursive=True))
+
+
+def named(procs: list[psutil.Process], needle: str) -> list[psutil.Process]:
+    """The processes whose command line holds `needle`."""
+    found = []
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            if needle in " ".join(p.cmdline()):
+                found.append(p)
+    return found
+
+
 def engine_cores(pid: int) -> list[psutil.Process]:
     """vLLM's engine-core processes among `pid`'s descendants."""
     found = []

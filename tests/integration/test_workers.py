@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,8 +32,10 @@ from tests.integration.live_helpers import (
     HI,
     OUTLASTING_TOKENS,
     StreamReader,
+    descendants,
     engine_cores,
     metric,
+    named,
     wait_for,
 )
 from tests.integration.test_dashboard import exported_series
@@ -61,21 +62,6 @@ def workers(
         stop(proc)  # normally test_sigterm_drains_every_worker has stopped it already
 
 
-def _family(proc: subprocess.Popen[bytes]) -> list[psutil.Process]:
-    return list(psutil.Process(proc.pid).children(recursive=True))
-
-
-def _named(procs: list[psutil.Process], needle: str) -> list[psutil.Process]:
-    found = []
-    for p in procs:
-        try:
-            if needle in " ".join(p.cmdline()):
-                found.append(p)
-        except psutil.Error:
-            continue
-    return found
-
-
 def chat_requests_by_process(prom_dir: Path) -> dict[str, float]:
     """Chat requests each worker counted, from its own Prometheus multiprocess file."""
     out: dict[str, float] = {}
@@ -91,9 +77,9 @@ def chat_requests_by_process(prom_dir: Path) -> dict[str, float]:
 
 def test_two_workers_one_engine(workers) -> None:  # type: ignore[no-untyped-def]
     proc, live, _ = workers
-    family = _family(proc)
-    assert len(_named(family, "APIServer")) == 2
-    assert len(_named(family, "EngineCore")) == 1
+    family = descendants(proc)
+    assert len(named(family, "APIServer")) == 2
+    assert len(named(family, "EngineCore")) == 1
     log = live.log.read_text(errors="replace")
     # each worker's engine client reads vLLM's settings once from then on, as the core does
     assert log.count("vllm_settings=cached") == 2
@@ -161,7 +147,7 @@ def test_every_dashboard_series_is_exported_with_workers(workers) -> None:  # ty
 
 def test_sigterm_drains_every_worker(workers) -> None:  # type: ignore[no-untyped-def]
     proc, live, _ = workers
-    family = _family(proc)
+    family = descendants(proc)
     readers = {"short": StreamReader(live, 20), "long": StreamReader(live, OUTLASTING_TOKENS)}
     frames = {name: reader.frames for name, reader in readers.items()}
     wait_for(lambda: all(frames.values()), 30)
@@ -175,98 +161,6 @@ def test_sigterm_drains_every_worker(workers) -> None:  # type: ignore[no-untype
     assert json.loads(frames["long"][-2])["error"]["code"] == "server_shutting_down"
     _, alive = psutil.wait_procs(family, timeout=30)
     assert not alive, f"left behind: {[p.pid for p in alive]}"
-
-
-@pytest.fixture(scope="module")
-def doomed(
-    tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, test_home: Path
-) -> Iterator[tuple[subprocess.Popen[bytes], LiveGateway]]:
-    tmp = tmp_path_factory.mktemp("doomed")
-    proc, live = start_gateway(
-        tmp,
-        tiny_model_dir,
-        test_home,
-        ["--api-server-count", "2", "--max-pending-requests", "2", "--connections-per-worker", "2"],
-        server_env(test_home),
-    )
-    try:
-        yield proc, live
-    finally:
-        stop(proc)  # normally test_engine_death_stops_every_worker_with_status_3 ended it
-
-
-def _owner(workers: dict[int, psutil.Process], client_port: int) -> int | None:
-    """The index of the worker holding the server side of the client's connection."""
-    for index, worker in workers.items():
-        for conn in worker.net_connections(kind="tcp"):
-            if conn.raddr and conn.raddr.port == client_port:
-                return index
-    return None
-
-
-def test_connections_fill_the_first_worker_first(doomed) -> None:  # type: ignore[no-untyped-def]
-    """`--connections-per-worker 2`: worker 0 takes the first two connections that stay
-    open, worker 1 the next two (the kernel alone spreads them over both)."""
-    proc, live = doomed
-    workers = {i: _named(_family(proc), f"APIServer_{i}")[0] for i in range(2)}
-    port = int(live.base_url.rsplit(":", 1)[1])
-    held: list[socket.socket] = []
-    owners = []
-    try:
-        for _ in range(4):
-            conn = socket.create_connection(("127.0.0.1", port), timeout=30)
-            held.append(conn)
-            conn.sendall(b"GET /health HTTP/1.1\r\nHost: gateway\r\n\r\n")
-            assert conn.recv(4096).startswith(b"HTTP/1.1 200")  # kept open: keep-alive
-            owners.append(_owner(workers, conn.getsockname()[1]))
-    finally:
-        for conn in held:
-            conn.close()
-    assert owners == [0, 0, 1, 1]
-
-
-def test_workers_share_one_admission_limit(doomed) -> None:  # type: ignore[no-untyped-def]
-    """`--max-pending-requests 2` bounds the gateway, not each worker: counted per worker,
-    two workers let in 4 of 6 long requests (four workers on the H200 reported a limit of
-    8). Each request on its own connection, so both workers take some."""
-    _, live = doomed
-    assert metric(live, "gateway_max_pending_requests") == 2
-    body = {"messages": HI, "max_tokens": 1000, "ignore_eos": True}
-
-    async def burst() -> list[int]:
-        async def one() -> int:
-            async with httpx.AsyncClient(timeout=120) as client:
-                r = await client.post(live.v1 + "/chat/completions", json=body)
-                return r.status_code
-
-        return await asyncio.gather(*(one() for _ in range(6)))
-
-    statuses = asyncio.run(burst())
-    assert sorted(statuses) == [200, 200, 503, 503, 503, 503], statuses
-    assert metric(live, "gateway_pending_requests") == 0
-
-
-def test_engine_death_stops_every_worker_with_status_3(doomed) -> None:  # type: ignore[no-untyped-def]
-    """The workers' engine clients can't see the engine core process; the launcher can:
-    it stops every worker, the worker asks the engine, finds it gone and ends its
-    streams with an error frame, and the gateway exits 3 for its supervisor."""
-    proc, live = doomed
-    assert httpx.get(live.base_url + "/health").json() == {"status": "healthy"}
-    family = _family(proc)
-    cores = _named(family, "EngineCore")
-    assert len(cores) == 1
-    reader = StreamReader(live, 1900)
-    frames = reader.frames
-    wait_for(lambda: len(frames) >= 1, 30)
-    cores[0].kill()
-    assert proc.wait(timeout=60) == 3
-    reader.join(timeout=30)
-    assert frames[-1] == "[DONE]", frames[-3:]
-    assert "error" in json.loads(frames[-2])  # ended with an error frame, not cut
-    _, alive = psutil.wait_procs(family, timeout=30)
-    assert not alive, f"left behind: {[p.pid for p in alive]}"
-    with pytest.raises(httpx.HTTPError):
-        httpx.get(live.base_url + "/health", timeout=2)
 
 
 def test_sigterm_during_start_up_exits_143_with_workers(
@@ -296,7 +190,7 @@ def test_sigint_stops_the_workers_with_130(
     proc, _ = start_gateway(
         tmp_path, tiny_model_dir, test_home, ["--api-server-count", "2"], server_env(test_home)
     )
-    family = _family(proc)
+    family = descendants(proc)
     assert _status_after(proc, signal.SIGINT, 60) == 128 + signal.SIGINT
     _, alive = psutil.wait_procs(family, timeout=30)
     assert not alive, f"left behind: {[p.pid for p in alive]}"
