@@ -55,6 +55,14 @@ def _busiest_thread_cores(runs: list[dict[str, Any]], most: int = 2) -> list[flo
     ]  # fmt: skip
 
 
+def _session_of(data: dict[str, Any], run: dict[str, Any]) -> dict[str, Any] | None:
+    """The session a run ran in: its server's last session started at or before its round
+    (one per round, or with `bench.run --together` one for all rounds)."""
+    mine = [s for s in data.get("sessions", []) if s["server"] == run["server"]]
+    started = [s for s in mine if s["round"] <= run["round"]]
+    return max(started, key=lambda s: s["round"]) if started else None
+
+
 def session_rows(files: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """One row per session and point, in the order the runs started; pinned runs
     (`bench.run --pin-engine-cores`) are left out."""
@@ -63,8 +71,7 @@ def session_rows(files: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]
         for session in data.get("sessions", []):
             runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
             for run in data.get("runs", []):
-                same = (run["server"], run["round"]) == (session["server"], session["round"])
-                if same and run.get("metrics"):
+                if run.get("metrics") and _session_of(data, run) is session:
                     runs[f"{run['workload']}@{run['concurrency']}"].append(run)
             for point, point_runs in runs.items():
                 metrics = [r["metrics"] for r in point_runs]

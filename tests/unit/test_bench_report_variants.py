@@ -154,3 +154,17 @@ def test_the_engine_cores_busiest_threads_where_recorded(tmp_path: Path) -> None
     assert "| 0.95 | 0.93, 0.23 | 2,400 |" in (docs / "h.md").read_text()
     older = _results(4, [15000], [3.9], 18)  # recorded before: a dash, not a zero
     assert report_variants.session_rows([("old", older)])[0]["engine_thread_cores"] == []
+
+
+def test_a_together_session_holds_every_round_of_its_server() -> None:
+    # bench.run --together: one session per server, started in round 1, up for all rounds;
+    # a classic run: a session per round
+    together = _results(4, [15000, 16000], [3.9, 3.7], 18)
+    together["runs"][1]["round"] = 2
+    rows = report_variants.session_rows([("t", together)])
+    assert [r["output_throughput"] for r in rows] == [[15000, 16000]]
+    apart = _results(4, [15000, 16000], [3.9, 3.7], 18)
+    apart["runs"][1]["round"] = 2
+    apart["sessions"].append({**apart["sessions"][0], "round": 2})
+    rows = report_variants.session_rows([("a", apart)])
+    assert [r["output_throughput"] for r in rows] == [[15000], [16000]]
