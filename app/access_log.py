@@ -4,14 +4,19 @@
 
 The line carries the request id, method, route, status, latency and, where the chat path
 reported them through `record_usage`, the prompt and completion token counts; with
-`GATEWAY_LOG_FORMAT=json` they become fields of the JSON object.
+`GATEWAY_LOG_FORMAT=json` they become fields of the JSON object. Where a request reached
+them, it also carries when (milliseconds since the request reached the app; `record_mark`)
+its prompt was ready for the engine (`prompt_ms`), the engine's first output came
+(`first_output_ms`) and its first response bytes went to the server (`first_byte_ms`):
+time to first token, split into the gateway's preparation, the engine and the way out.
 """
 
 from __future__ import annotations
 
 import contextvars
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 logger = logging.getLogger("app.access")
 
@@ -23,6 +28,17 @@ class Usage:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     error_code: str | None = None  # the last error body sent (whole or as a stream frame)
+    start: float = field(default_factory=time.perf_counter)  # when the request reached the app
+    marks: dict[str, float] = field(default_factory=dict)  # MARKS: ms since start, first time
+
+    def mark(self, name: str) -> None:
+        """Note that the request reached point `name` now (the first time counts)."""
+        if name not in self.marks:
+            self.marks[name] = (time.perf_counter() - self.start) * 1000
+
+
+MARKS = ("prompt", "first_output", "first_byte")
+"""The points along a request that its line reports, in the order a request reaches them."""
 
 
 usage_scope: contextvars.ContextVar[Usage | None] = contextvars.ContextVar(
@@ -36,6 +52,13 @@ def record_usage(prompt_tokens: int, completion_tokens: int) -> None:
     if usage is not None:
         usage.prompt_tokens = prompt_tokens
         usage.completion_tokens = completion_tokens
+
+
+def record_mark(name: str) -> None:
+    """Note that the current request reached point `name` (one of MARKS) now."""
+    usage = usage_scope.get()
+    if usage is not None:
+        usage.mark(name)
 
 
 def record_error(code: str) -> None:
@@ -62,4 +85,9 @@ def log_access(
     tokens = ""
     if usage.prompt_tokens is not None:
         tokens = f" tokens={usage.prompt_tokens}+{usage.completion_tokens}"
+    for name in MARKS:
+        at = usage.marks.get(name)
+        fields[f"{name}_ms"] = None if at is None else round(at, 3)
+        if at is not None:
+            tokens += f" {name}={at:.1f}ms"
     logger.info("%s %s %d %.3fs%s", method, route, status, latency, tokens, extra=fields)

@@ -2,8 +2,9 @@
 
 A JSON line always has `time`, `level`, `logger` and `message`; records that carry
 request fields (the access log, anything logged inside a request) add `request_id`,
-`method`, `route`, `status`, `latency_s`, `prompt_tokens` and `completion_tokens`
-where they are known, and `exception` when one is logged.
+`method`, `route`, `status`, `latency_s`, `prompt_tokens`, `completion_tokens` and the
+access log's `prompt_ms`, `first_output_ms` and `first_byte_ms` where they are known, and
+`exception` when one is logged.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any, Literal
 
 import orjson
 
+from app.access_log import MARKS
+
 LogFormat = Literal["text", "json"]
 
 # Record attributes copied into the JSON object when a record has them.
@@ -30,6 +33,7 @@ REQUEST_FIELDS = (
     "latency_s",
     "prompt_tokens",
     "completion_tokens",
+    *(f"{mark}_ms" for mark in MARKS),
 )
 # Loggers that keep handlers of their own; in JSON mode they hand records to the root.
 FOREIGN_LOGGERS = ("vllm", "uvicorn", "uvicorn.error", "uvicorn.access")

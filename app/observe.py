@@ -61,13 +61,15 @@ class ObserveMiddleware:
                 status = message["status"]
                 state[RESPONSE_STARTED] = True
                 message = {**message, "headers": [*message.get("headers", []), id_header]}
+            elif "first_byte" not in usage.marks and message.get("body"):
+                usage.mark("first_byte")
             await send(message)
 
         usage = Usage()
         id_token = current_request_id.set(request_id)
         usage_token = usage_scope.set(usage)
         self.metrics.in_flight.inc()
-        start = time.perf_counter()
+        start = usage.start
         try:
             await self.app(scope, receive, observed_send)
         except Exception:

@@ -13,6 +13,7 @@ import logging
 import time
 import uuid
 
+from app.access_log import record_mark
 from app.chat.normalize import Defaults, normalize
 from app.chat.prompt import continues_final_message, open_think_block, render_prompt
 from app.chat.sampling import build_sampling_params, completion_budget
@@ -133,6 +134,7 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
         keep=keep,
         in_reasoning=prompt.text.rstrip().endswith(THINK_OPEN),
     )
+    record_mark("prompt")
     return ChatJob(
         request_id=request_id,
         created=int(time.time()),

@@ -3,24 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.access_log import record_usage
+from app.access_log import record_mark, record_usage
 from app.chat import wire
 from app.chat.budget import budgeted
 from app.chat.prompt import Prompt
 from app.engine import Engine
+from app.engine_errors import ABORTED, engine_failure, error_frame
 from app.errors import GatewayError
 from app.greedy_n import fan_out
 from app.reasoning import ReasoningStream, split_reasoning
 from app.text_stream import SequenceTexts
 from app.token_bytes import TokenTexts
 from app.tool_calls import ToolCall, ToolCallDelta, ToolCallStream, parse_tool_calls
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -53,47 +51,11 @@ class ChatJob:
     copies: int = 1  # choices per engine sequence (n > 1 with greedy sampling: app.greedy_n)
 
 
-def engine_failure(exc: BaseException) -> GatewayError:
-    name = type(exc).__name__
-    if name == "EngineDeadError":
-        return GatewayError(
-            "The inference engine has stopped; retry later.",
-            status=503,
-            code="engine_dead",
-            headers={"Retry-After": "5"},
-        )
-    if name in ("VLLMValidationError", "ValueError"):
-        return GatewayError(f"The engine rejected the request: {exc}")
-    cause = exc.__cause__
-    if isinstance(cause, (ValueError, TypeError, OverflowError)):
-        # vLLM wraps input it could not take (EngineGenerateError from a bad value).
-        logger.warning("engine rejected a request: %r", cause)
-        return GatewayError(f"The engine could not take this request: {cause}")
-    logger.exception("engine error", exc_info=exc)
-    return GatewayError(
-        "The inference engine failed on this request.", status=500, code="engine_error"
-    )
-
-
-def error_frame(exc: Exception) -> bytes:
-    """The SSE frame ending a stream that `exc` cut (ours as it is, others as mapped)."""
-    error = exc if isinstance(exc, GatewayError) else engine_failure(exc)
-    return b"data: " + error.to_bytes() + b"\n\n"
-
-
 def _split(text: str, mode: ReasoningMode) -> tuple[str | None, str]:
     if not mode.parse:
         return None, text
     reasoning, content = split_reasoning(text, in_reasoning=mode.in_reasoning)
     return (reasoning if mode.keep else None), content
-
-
-ABORTED = GatewayError(
-    "The request was stopped because the server is shutting down; retry it.",
-    status=503,
-    code="server_shutting_down",
-    headers={"Retry-After": "5"},
-)
 
 
 async def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
@@ -172,6 +134,7 @@ async def complete(engine: Engine, job: ChatJob) -> dict[str, Any]:
             for out in outputs:
                 choice = choices.get(out.index)
                 if choice is None:
+                    record_mark("first_output")
                     choice = choices[out.index] = _Choice(
                         job.reasoning, TokenTexts(engine.token_bytes), streaming=False
                     )
@@ -269,6 +232,7 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncGenerator[bytes, None]:
             for out in outputs:
                 choice = choices.get(out.index)
                 if choice is None:
+                    record_mark("first_output")
                     texts = TokenTexts(engine.token_bytes)
                     choice = choices[out.index] = _Choice(mode, texts, True, job.tool_calls)
                 choice.tokens += len(out.token_ids)

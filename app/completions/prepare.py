@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from app.access_log import record_mark
 from app.chat.normalize import Defaults, clean_text
 from app.chat.sampling import OPTIONAL_SAMPLING, new_sampling_params, token_bias
 from app.encode import encode
@@ -197,6 +198,7 @@ async def prepare_completion(
     echo_only = body.echo and max_tokens == 0
     check_length(prompts, max(max_tokens, 1), engine.info.max_model_len)
     params = build_params(body, max_tokens, defaults, echo_only, vocab_size(engine.tokenizer))
+    record_mark("prompt")
     return CompletionJob(
         request_id=request_id,
         created=int(time.time()),

@@ -13,12 +13,12 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.access_log import record_usage
-from app.chat.service import ABORTED, engine_failure, error_frame
+from app.access_log import record_mark, record_usage
 from app.chat.wire import FrameGroups
 from app.completions import wire
 from app.completions.prepare import CompletionJob
 from app.engine import Engine
+from app.engine_errors import ABORTED, engine_failure, error_frame
 from app.errors import GatewayError
 from app.greedy_n import fan_out
 from app.token_bytes import TokenTexts
@@ -105,6 +105,7 @@ async def _pieces(
                 index = prompt_index * job.n + out.index
                 choice = choices.get(index)
                 if choice is None:
+                    record_mark("first_output")
                     choice = choices[index] = _Choice(index, TokenTexts(engine.token_bytes))
                 text, ids, positions = "", [], []
                 if job.echo and not choice.echoed:

@@ -159,6 +159,7 @@ def pair(
     threads = [
         threading.Thread(target=boot, args=("guarded", [
             "--api-key", ",".join(KEYS), "--max-pending-requests", "2", *DRAIN_FLAGS,
+            "--access-log", "--log-format", "json",
         ])),
         threading.Thread(target=boot, args=("mortal", ["--no-warmup"])),
     ]  # fmt: skip
@@ -192,6 +193,30 @@ def test_api_keys(pair) -> None:  # type: ignore[no-untyped-def]
     assert httpx.post(url, json=body, headers=AUTH, timeout=60).status_code == 200
     assert httpx.get(guarded.base_url + "/health").status_code == 200  # open by default
     assert httpx.get(guarded.base_url + "/metrics").status_code == 200
+
+
+def test_the_access_log_splits_the_time_to_first_token(pair) -> None:  # type: ignore[no-untyped-def]
+    """A streamed chat's access-log line (JSON): when its prompt was ready, the engine's
+    first output came and its first bytes went out, in that order, within its latency."""
+    (_, guarded), _ = pair
+    body = {"messages": HI, "max_tokens": 4, "stream": True}
+    headers = {**AUTH, "X-Request-Id": "marks-1"}
+    with httpx.stream("POST", guarded.v1 + "/chat/completions", json=body, headers=headers) as r:
+        assert r.status_code == 200 and r.read().endswith(b"data: [DONE]\n\n")
+
+    def line() -> dict[str, object] | None:
+        for text in guarded.log.read_text(errors="replace").splitlines():
+            entry = json.loads(text) if text.startswith("{") else {}
+            if entry.get("logger") == "app.access" and entry.get("request_id") == "marks-1":
+                return entry
+        return None
+
+    wait_for(lambda: line() is not None, 5)
+    entry = line()
+    assert entry is not None
+    marks = [entry["prompt_ms"], entry["first_output_ms"], entry["first_byte_ms"]]
+    assert 0 < marks[0] < marks[1] <= marks[2] < float(entry["latency_s"]) * 1000, entry  # type: ignore[arg-type]
+    assert entry["prompt_tokens"] and entry["completion_tokens"] == 4
 
 
 def test_admission_control(pair) -> None:  # type: ignore[no-untyped-def]

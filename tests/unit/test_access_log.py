@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 from starlette.responses import JSONResponse, StreamingResponse
 
-from app.access_log import record_usage
+from app.access_log import Usage, record_mark, record_usage
 from app.metrics import gateway_metrics
 from app.observe import ObserveMiddleware
 
@@ -26,7 +26,10 @@ def make_app() -> FastAPI:
 
     @app.get("/stream")
     async def stream() -> StreamingResponse:
+        record_mark("prompt")
+
         async def frames() -> AsyncIterator[bytes]:
+            record_mark("first_output")
             yield b"data: 1\n\n"
             record_usage(3, 2)
             yield b"data: [DONE]\n\n"
@@ -63,7 +66,9 @@ def test_a_line_with_request_fields_and_tokens(caplog: pytest.LogCaptureFixture)
     assert 0 <= rec.latency_s < 10  # type: ignore[attr-defined]
     assert (rec.prompt_tokens, rec.completion_tokens) == (12, 5)  # type: ignore[attr-defined]
     assert rec.getMessage().startswith("POST /v1/chat/completions 200 ")
-    assert rec.getMessage().endswith("tokens=12+5")
+    assert " tokens=12+5 first_byte=" in rec.getMessage()
+    assert rec.prompt_ms is None and rec.first_output_ms is None  # type: ignore[attr-defined]
+    assert 0 <= rec.first_byte_ms <= rec.latency_s * 1000  # type: ignore[attr-defined]
 
 
 def test_streamed_responses_report_tokens_after_the_last_frame(
@@ -74,6 +79,12 @@ def test_streamed_responses_report_tokens_after_the_last_frame(
     assert client.get("/stream").text.endswith("[DONE]\n\n")
     [rec] = access_records(caplog)
     assert (rec.prompt_tokens, rec.completion_tokens) == (3, 2)  # type: ignore[attr-defined]
+    marks = [rec.prompt_ms, rec.first_output_ms, rec.first_byte_ms]  # type: ignore[attr-defined]
+    assert 0 <= marks[0] <= marks[1] <= marks[2] <= rec.latency_s * 1000  # type: ignore[attr-defined]
+    assert rec.getMessage().endswith(
+        f"tokens=3+2 prompt={marks[0]:.1f}ms first_output={marks[1]:.1f}ms"
+        f" first_byte={marks[2]:.1f}ms"
+    )
 
 
 def test_unknown_tokens_are_none_and_failures_are_500(caplog: pytest.LogCaptureFixture) -> None:
@@ -89,3 +100,11 @@ def test_unknown_tokens_are_none_and_failures_are_500(caplog: pytest.LogCaptureF
 
 def test_record_usage_outside_a_request_is_a_no_op() -> None:
     record_usage(1, 2)
+
+
+def test_a_mark_counts_the_first_time_and_not_outside_a_request() -> None:
+    usage = Usage(start=100.0)
+    usage.marks["prompt"] = 1.5
+    usage.mark("prompt")
+    assert usage.marks == {"prompt": 1.5}
+    record_mark("prompt")  # no request: nothing to note, no error

@@ -50,6 +50,8 @@ def test_request_fields_are_kept_and_unknown_ones_left_out() -> None:
                 latency_s=0.25,
                 prompt_tokens=12,
                 completion_tokens=None,
+                prompt_ms=1.25,
+                first_output_ms=None,
                 color="blue",
             )
         )
@@ -58,6 +60,7 @@ def test_request_fields_are_kept_and_unknown_ones_left_out() -> None:
     assert entry["status"] == 200 and entry["latency_s"] == 0.25
     assert entry["prompt_tokens"] == 12
     assert "completion_tokens" not in entry  # unknown: left out, not null
+    assert entry["prompt_ms"] == 1.25 and "first_output_ms" not in entry
     assert "color" not in entry
 
 

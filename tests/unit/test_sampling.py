@@ -96,7 +96,7 @@ def test_top_logprobs_without_logprobs_is_rejected() -> None:
 
 
 def test_engine_failures_map_to_statuses() -> None:
-    from app.chat.service import engine_failure
+    from app.engine_errors import engine_failure
 
     class EngineDeadError(Exception):
         pass
@@ -114,7 +114,7 @@ def test_engine_failures_map_to_statuses() -> None:
 def test_a_cut_stream_ends_with_one_error_frame() -> None:
     import json
 
-    from app.chat.service import error_frame
+    from app.engine_errors import error_frame
 
     ours = error_frame(GatewayError("too long", param="max_tokens"))
     theirs = error_frame(RuntimeError("x"))
