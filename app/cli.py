@@ -150,17 +150,13 @@ def serve(argv: Sequence[str]) -> int:
 
 
 def configure_logging(level: str, log_format: str = "text") -> None:
+    from app.logs import TEXT_FORMAT, use_json_logs
     from app.request_id import RequestIdFilter
 
-    logging.basicConfig(
-        level=level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s",
-    )
+    logging.basicConfig(level=level.upper(), format=TEXT_FORMAT)
     for handler in logging.getLogger().handlers:
         handler.addFilter(RequestIdFilter())
     if log_format == "json":
-        from app.logs import use_json_logs
-
         use_json_logs(level)
 
 

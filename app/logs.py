@@ -24,6 +24,9 @@ from app.access_log import MARKS
 
 LogFormat = Literal["text", "json"]
 
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"
+"""The text format's line (`app.cli.configure_logging`)."""
+
 # Record attributes copied into the JSON object when a record has them.
 REQUEST_FIELDS = (
     "request_id",

@@ -1,0 +1,104 @@
+"""Where the gateway's time to first token went, run by run, from its access log:
+
+    python -m bench.access_marks call1/results.json logs/server-gateway-r1.log
+
+For a run of `bench.run` with the gateway started with `--access-log` (e.g.
+`--gateway-args=--access-log`), each chat request's line says when its prompt was ready
+for the engine, when the engine's first output came and when its first bytes went out
+(`prompt_ms`, `first_output_ms`, `first_byte_ms`, since the request reached the app;
+app/access_log.py). A line belongs to the run whose time window holds it (the run's start
+to its start + wall time + 1 s; log times in UTC, as on the lent machines). Markdown on
+stdout: per run, the lines counted and the medians of the three marks and of the way out
+(first byte − first output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+MARK_NAMES = ("prompt", "first_output", "first_byte")
+_TEXT = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) \S+ app\.access ")
+_MARK = re.compile(r" (prompt|first_output|first_byte)=([0-9.]+)ms")
+
+
+def parse_line(line: str) -> tuple[float, dict[str, float]] | None:
+    """(unix time, the marks) of one access-log line, text or JSON; None for any other
+    line or an access line without all three marks."""
+    if line.startswith("{"):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            return None
+        if entry.get("logger") != "app.access":
+            return None
+        marks = {name: entry.get(f"{name}_ms") for name in MARK_NAMES}
+        if any(v is None for v in marks.values()):
+            return None
+        return datetime.fromisoformat(entry["time"]).timestamp(), marks
+    head = _TEXT.match(line)
+    if head is None:
+        return None
+    found = {name: float(value) for name, value in _MARK.findall(line)}
+    if set(found) != set(MARK_NAMES):
+        return None
+    when = datetime.strptime(head.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    return when.timestamp() + int(head.group(2)) / 1000, found
+
+
+def run_window(run: dict[str, Any]) -> tuple[float, float]:
+    start = datetime.fromisoformat(run["started"]).timestamp()
+    return start, start + float(run["wall_s"]) + 1.0
+
+
+def summarize(runs: list[dict[str, Any]], lines: list[tuple[float, dict[str, float]]]) -> str:
+    """The markdown table: a row per gateway run that has access lines in its window."""
+    out = [
+        "| run | lines | prompt ready | engine's first output | first byte | way out |",
+        "|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        if run.get("server") != "gateway" or not run.get("started") or not run.get("wall_s"):
+            continue
+        low, high = run_window(run)
+        mine = [marks for when, marks in lines if low <= when <= high]
+        if not mine:
+            continue
+
+        def p50(values: list[float]) -> str:
+            return f"{statistics.median(values):.2f}"
+
+        name = f"gateway r{run['round']} {run['workload']}@{run['concurrency']}"
+        out.append(
+            f"| {name} | {len(mine)} | "
+            + " | ".join(p50([m[k] for m in mine]) for k in MARK_NAMES)
+            + f" | {p50([m['first_byte'] - m['first_output'] for m in mine])} |"
+        )
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", type=Path)
+    parser.add_argument("logs", nargs="+", type=Path, help="the gateway's server logs")
+    args = parser.parse_args(argv)
+    runs = json.loads(args.results.read_text()).get("runs", [])
+    lines = []
+    for log in args.logs:
+        for text in log.read_text(errors="replace").splitlines():
+            parsed = parse_line(text)
+            if parsed is not None:
+                lines.append(parsed)
+    print("medians in ms since each request reached the app\n")
+    print(summarize(runs, lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""bench.access_marks: the gateway's access-log marks, run by run."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import pytest
+
+from app.access_log import Usage, log_access
+from app.logs import TEXT_FORMAT, JsonFormatter
+from bench import access_marks
+
+
+def access_record(marks: dict[str, float], created: float) -> logging.LogRecord:
+    """The record the real access log writes for a request with these marks."""
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    logger = logging.getLogger("app.access")
+    keep = Keep()
+    logger.addHandler(keep)
+    old_level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        log_access("r1", "POST", "/v1/chat/completions", 200, 0.05, Usage(20, 4, marks=marks))
+    finally:
+        logger.removeHandler(keep)
+        logger.setLevel(old_level)
+    (record,) = records
+    record.created, record.msecs = created, (created % 1) * 1000
+    return record
+
+
+def text_line(record: logging.LogRecord) -> str:
+    formatter = logging.Formatter(TEXT_FORMAT)
+    formatter.converter = time.gmtime  # the lent machines run in UTC
+    return formatter.format(record)
+
+
+MARKS = {"prompt": 5.5, "first_output": 30.25, "first_byte": 31.0}
+WHEN = 1796230290.5  # 2026-12-02T16:51:30.5Z
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_both_log_formats_give_the_time_and_the_marks(fmt: str) -> None:
+    record = access_record(MARKS, WHEN)
+    line = text_line(record) if fmt == "text" else JsonFormatter().format(record)
+    parsed = access_marks.parse_line(line)
+    assert parsed is not None
+    when, marks = parsed
+    assert when == pytest.approx(WHEN, abs=0.002)
+    assert marks == pytest.approx(MARKS, abs=0.051)  # the text line has one decimal
+
+
+def test_other_lines_and_lines_without_every_mark_are_skipped() -> None:
+    partial = access_record({"first_byte": 1.0}, WHEN)  # e.g. GET /v1/models
+    assert access_marks.parse_line(text_line(partial)) is None
+    assert access_marks.parse_line(JsonFormatter().format(partial)) is None
+    assert access_marks.parse_line("2026-12-02 16:48:29,948 INFO app.workers [-]: x") is None
+    assert access_marks.parse_line('{"logger": "vllm", "time": "2026-12-02T16:51:30"}') is None
+
+
+def test_lines_go_to_the_run_whose_window_holds_them(tmp_path: Path) -> None:
+    runs = [
+        {"server": "vllm", "round": 1, "workload": "1024x128", "concurrency": 1,
+         "started": "2026-12-02T16:51:24+00:00", "wall_s": 14.9},
+        {"server": "gateway", "round": 1, "workload": "1024x128", "concurrency": 1,
+         "started": "2026-12-02T16:51:24+00:00", "wall_s": 14.9},
+        {"server": "gateway", "round": 1, "workload": "1024x128", "concurrency": 64,
+         "started": "2026-12-02T16:52:00+00:00", "wall_s": 5.0},
+    ]  # fmt: skip
+    lines = [
+        (WHEN, MARKS),
+        (WHEN + 1, {"prompt": 6.5, "first_output": 32.25, "first_byte": 32.5}),
+        (WHEN + 60, MARKS),  # after every window
+    ]
+    table = access_marks.summarize(runs, lines).splitlines()
+    assert table[2] == "| gateway r1 1024x128@1 | 2 | 6.00 | 31.25 | 31.75 | 0.50 |"
+    assert len(table) == 3  # no row for the Rust server, none for a run without lines
