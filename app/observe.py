@@ -61,8 +61,8 @@ class ObserveMiddleware:
                 status = message["status"]
                 state[RESPONSE_STARTED] = True
                 message = {**message, "headers": [*message.get("headers", []), id_header]}
-            elif "first_byte" not in usage.marks and message.get("body"):
-                usage.mark("first_byte")
+            elif message.get("body"):
+                usage.mark("first_byte")  # the first time counts
             await send(message)
 
         usage = Usage()

@@ -23,9 +23,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-MARK_NAMES = ("prompt", "first_output", "first_byte")
+from app.access_log import MARKS
+
 _TEXT = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) \S+ app\.access ")
-_MARK = re.compile(r" (prompt|first_output|first_byte)=([0-9.]+)ms")
+_MARK = re.compile(rf" ({'|'.join(MARKS)})=([0-9.]+)ms")
 
 
 def parse_line(line: str) -> tuple[float, dict[str, float]] | None:
@@ -38,7 +39,7 @@ def parse_line(line: str) -> tuple[float, dict[str, float]] | None:
             return None
         if entry.get("logger") != "app.access":
             return None
-        marks = {name: entry.get(f"{name}_ms") for name in MARK_NAMES}
+        marks = {name: entry.get(f"{name}_ms") for name in MARKS}
         if any(v is None for v in marks.values()):
             return None
         return datetime.fromisoformat(entry["time"]).timestamp(), marks
@@ -46,7 +47,7 @@ def parse_line(line: str) -> tuple[float, dict[str, float]] | None:
     if head is None:
         return None
     found = {name: float(value) for name, value in _MARK.findall(line)}
-    if set(found) != set(MARK_NAMES):
+    if set(found) != set(MARKS):
         return None
     when = datetime.strptime(head.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
     return when.timestamp() + int(head.group(2)) / 1000, found
@@ -55,6 +56,10 @@ def parse_line(line: str) -> tuple[float, dict[str, float]] | None:
 def run_window(run: dict[str, Any]) -> tuple[float, float]:
     start = datetime.fromisoformat(run["started"]).timestamp()
     return start, start + float(run["wall_s"]) + 1.0
+
+
+def _p50(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}"
 
 
 def summarize(runs: list[dict[str, Any]], lines: list[tuple[float, dict[str, float]]]) -> str:
@@ -70,15 +75,11 @@ def summarize(runs: list[dict[str, Any]], lines: list[tuple[float, dict[str, flo
         mine = [marks for when, marks in lines if low <= when <= high]
         if not mine:
             continue
-
-        def p50(values: list[float]) -> str:
-            return f"{statistics.median(values):.2f}"
-
         name = f"gateway r{run['round']} {run['workload']}@{run['concurrency']}"
         out.append(
             f"| {name} | {len(mine)} | "
-            + " | ".join(p50([m[k] for m in mine]) for k in MARK_NAMES)
-            + f" | {p50([m['first_byte'] - m['first_output'] for m in mine])} |"
+            + " | ".join(_p50([m[k] for m in mine]) for k in MARKS)
+            + f" | {_p50([m['first_byte'] - m['first_output'] for m in mine])} |"
         )
     return "\n".join(out)
 
