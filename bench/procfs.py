@@ -104,16 +104,22 @@ def busiest_threads(
     return [{"thread": t, "cpu_s": round(cpu, 3)} for t, cpu in used[:most] if cpu > 0]
 
 
-def engine_core_threads(root_pid: int | None) -> dict[str, float]:
-    """`thread_cpu_seconds` of the engine core among `root_pid`'s descendants ({} if none):
-    its busy loop, its input and output socket threads and the rest, one by one."""
+def engine_core_pid(root_pid: int | None) -> int | None:
+    """The pid of the engine core among `root_pid`'s descendants; None if there is none."""
     try:
         import psutil
 
         kids = psutil.Process(root_pid).children(recursive=True) if root_pid else []
     except Exception:  # no psutil, or the server is gone
-        return {}
+        return None
     for kid in kids:
         if is_engine_core(kid):
-            return thread_cpu_seconds(kid.pid)
-    return {}
+            return int(kid.pid)
+    return None
+
+
+def engine_core_threads(root_pid: int | None) -> dict[str, float]:
+    """`thread_cpu_seconds` of the engine core among `root_pid`'s descendants ({} if none):
+    its busy loop, its input and output socket threads and the rest, one by one."""
+    pid = engine_core_pid(root_pid)
+    return {} if pid is None else thread_cpu_seconds(pid)

@@ -32,7 +32,7 @@ from pathlib import Path
 from bench import engine_stats
 from bench.commands import VLLM_FRONTENDS, bench_server, client_argv, ensure_model
 from bench.options import sampling_values
-from bench.procfs import is_engine_core
+from bench.procfs import engine_core_pid
 from bench.profile_summary import summarize, summarize_processes
 from bench.profiles import PROFILES, ROOT
 from bench.servers import stop_all
@@ -160,17 +160,6 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
         stop_all()
     return 0
-
-
-def engine_core_pid(pid: int) -> int | None:
-    """The pid of the engine core among `pid`'s descendants; None when there is none."""
-    with contextlib.suppress(Exception):
-        import psutil
-
-        for proc in psutil.Process(pid).children(recursive=True):
-            if is_engine_core(proc):
-                return int(proc.pid)
-    return None
 
 
 def cpu_by_process(pid: int) -> dict[int, tuple[str, float]]:
