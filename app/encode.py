@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from app.cpus import usable_cpus
-from app.encode_pieces import backend_for, cut, encode_each, joined_ids
+from app.encode_pieces import backend_for, cut, encode_batch, encode_each, joined_ids
 from app.engine import Tokenizer
 
 OFF_LOOP_CHARS: Final = 2000
@@ -75,7 +75,7 @@ def encode_texts(backend: Any, texts: list[str]) -> list[list[int]]:
         parts = cut(text, count) if count >= 2 else [text]
         pieces += parts
         counts.append(len(parts))
-    encodings = backend.encode_batch(pieces, add_special_tokens=False)
+    encodings = encode_batch(backend, pieces)
     out: list[list[int]] = []
     start = 0
     for count in counts:

@@ -159,7 +159,18 @@ def cut(text: str, count: int) -> list[str]:
 def encode_each(backend: Any, pieces: list[str]) -> list[int]:
     """The ids of `pieces`, encoded side by side on `tokenizers`' thread pool
     (`encode_batch`), one piece's after the other's."""
-    return joined_ids(backend.encode_batch(pieces, add_special_tokens=False))
+    return joined_ids(encode_batch(backend, pieces))
+
+
+def encode_batch(backend: Any, texts: list[str]) -> list[Any]:
+    """`backend.encode_batch(texts)` without special tokens, through `encode_batch_fast`
+    where the `tokenizers` release has it: the same ids without the character offsets,
+    which nothing here reads. A 1,024-token prompt in two pieces on the CI machine: 1.15
+    against 1.49 ms back to back (medians of 320), 2.08 against 2.19 ms with 10 ms idle
+    before each (160); one whole text: no difference."""
+    fast = getattr(backend, "encode_batch_fast", None)
+    run = backend.encode_batch if fast is None else fast
+    return list(run(texts, add_special_tokens=False))
 
 
 def joined_ids(encodings: Any) -> list[int]:

@@ -18,6 +18,8 @@ from app.encode_pieces import (
     config_of,
     cut,
     cuttable_config,
+    encode_batch,
+    encode_each,
 )
 from app.tiny_tokenizer import build_tokenizer
 
@@ -96,6 +98,46 @@ def test_pieces_of_random_token_texts_give_the_ids_of_the_whole(make: Any) -> No
             pieces = cut(text, count)
             assert "".join(pieces) == text
             assert [i for piece in pieces for i in _ids(tokenizer, piece)] == whole
+
+
+class _BatchOnly:
+    """A backend of a `tokenizers` release without `encode_batch_fast`."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.calls = 0
+
+    def encode_batch(self, texts: list[str], add_special_tokens: bool) -> Any:
+        self.calls += 1
+        return self.backend.encode_batch(texts, add_special_tokens=add_special_tokens)
+
+
+@pytest.mark.parametrize("make", [_gpt2_style, _qwen_style], ids=["gpt2-regex", "qwen3-split"])
+def test_encode_batch_takes_the_fast_call_and_gives_the_same_ids(
+    make: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tokenizer = make()
+    rng = random.Random(6)
+    size = tokenizer.get_vocab_size()
+    text = tokenizer.decode([rng.randrange(size) for _ in range(1024)])
+    pieces = cut(text, 4)
+    assert len(pieces) == 4
+    whole = _ids(tokenizer, text)
+    fast_calls: list[int] = []
+    fast = tokenizer.encode_batch_fast
+
+    class Watched:
+        def encode_batch(self, texts: list[str], add_special_tokens: bool) -> Any:
+            raise AssertionError("encode_batch_fast is there: take it")
+
+        def encode_batch_fast(self, texts: list[str], add_special_tokens: bool) -> Any:
+            fast_calls.append(len(texts))
+            return fast(texts, add_special_tokens=add_special_tokens)
+
+    assert encode_each(Watched(), pieces) == whole and fast_calls == [4]
+    assert [e.ids for e in encode_batch(Watched(), pieces)] == [_ids(tokenizer, p) for p in pieces]
+    older = _BatchOnly(tokenizer)
+    assert encode_each(older, pieces) == whole and older.calls == 1
 
 
 def test_cuts_the_rule_forbids_change_the_ids() -> None:
