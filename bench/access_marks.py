@@ -7,9 +7,10 @@ For a run of `bench.run` with the gateway started with `--access-log` (e.g.
 for the engine, when the engine's first output came and when its first bytes went out
 (`prompt_ms`, `first_output_ms`, `first_byte_ms`, since the request reached the app;
 app/access_log.py). A line belongs to the run whose time window holds it (the run's start
-to its start + wall time + 1 s; log times in UTC, as on the lent machines). Markdown on
-stdout: per run, the lines counted and the medians of the three marks and of the way out
-(first byte − first output).
+to its start + wall time + 1 s, or to the next run's start if that comes first; log times
+in UTC, as on the lent machines; with whole-second starts, as before session 28, each run's
+first second is left out). Markdown on stdout: per run, the lines counted and the
+medians of the three marks and of the way out (first byte − first output).
 """
 
 from __future__ import annotations
@@ -53,9 +54,15 @@ def parse_line(line: str) -> tuple[float, dict[str, float]] | None:
     return when.timestamp() + int(head.group(2)) / 1000, found
 
 
-def run_window(run: dict[str, Any]) -> tuple[float, float]:
+def run_window(run: dict[str, Any], starts: list[float] | None = None) -> tuple[float, float]:
+    """(start, end) of a run's lines: its wall time and a second more, but not past the
+    next run's start among `starts` (runs follow each other). `started` had whole seconds
+    until session 28: such a run really began somewhere in that second, after the run
+    before it ended, so the second's lines could be either run's and count in neither."""
     start = datetime.fromisoformat(run["started"]).timestamp()
-    return start, start + float(run["wall_s"]) + 1.0
+    end = start + float(run["wall_s"]) + 1.0
+    low = start if "." in run["started"] else start + 1.0
+    return low, min([end, *(s for s in starts or [] if s > start)])
 
 
 def _p50(values: list[float]) -> str:
@@ -68,10 +75,11 @@ def summarize(runs: list[dict[str, Any]], lines: list[tuple[float, dict[str, flo
         "| run | lines | prompt ready | engine's first output | first byte | way out |",
         "|---|---|---|---|---|---|",
     ]
+    starts = [datetime.fromisoformat(r["started"]).timestamp() for r in runs if r.get("started")]
     for run in runs:
         if run.get("server") != "gateway" or not run.get("started") or not run.get("wall_s"):
             continue
-        low, high = run_window(run)
+        low, high = run_window(run, starts)
         mine = [marks for when, marks in lines if low <= when <= high]
         if not mine:
             continue

@@ -118,7 +118,7 @@ def on_start(run: dict[str, Any], event: Event, server: CpuMeter) -> None:
     run["_threads0"] = server.engine_threads()
     run["_workers0"] = server.worker_cpu()
     run["started"] = (
-        dt.datetime.fromtimestamp(event["time"]).astimezone().isoformat(timespec="seconds")
+        dt.datetime.fromtimestamp(event["time"]).astimezone().isoformat(timespec="milliseconds")
     )
 
 

@@ -82,3 +82,37 @@ def test_lines_go_to_the_run_whose_window_holds_them(tmp_path: Path) -> None:
     table = access_marks.summarize(runs, lines).splitlines()
     assert table[2] == "| gateway r1 1024x128@1 | 2 | 6.00 | 31.25 | 31.75 | 0.50 |"
     assert len(table) == 3  # no row for the Rust server, none for a run without lines
+
+
+def test_a_window_ends_where_the_next_run_starts() -> None:
+    """Session 28's call 1: whole-second starts, a c=1 run right after a c=64 run that
+    ended within the c=1 run's first second, and a c=256 run starting 0.2 s before the
+    c=1 run's wall time and one second more were up."""
+    runs = [
+        {"server": "gateway", "round": 2, "workload": "1024x128", "concurrency": 1,
+         "started": "2026-12-02T21:14:11+00:00", "wall_s": 12.22},
+        {"server": "gateway", "round": 2, "workload": "1024x128", "concurrency": 256,
+         "started": "2026-12-02T21:14:24+00:00", "wall_s": 11.83},
+    ]  # fmt: skip
+    start = access_marks.run_window(runs[0])[0] - 1.0  # 21:14:11
+    c64 = {"prompt": 7.0, "first_output": 110.0, "first_byte": 110.5}
+    c1 = {"prompt": 3.0, "first_output": 20.0, "first_byte": 20.0}
+    c256 = {"prompt": 8.0, "first_output": 120.0, "first_byte": 120.5}
+    lines = [
+        (start + 0.3, c64),  # the second the c=1 run began in: either run's
+        (start + 5, c1),
+        (start + 13.1, c256),  # the same for the c=256 run
+        (start + 14.2, c256),
+        (start + 20, c256),
+    ]
+    table = access_marks.summarize(runs, lines).splitlines()
+    assert table[2] == "| gateway r2 1024x128@1 | 1 | 3.00 | 20.00 | 20.00 | 0.00 |"
+    assert table[3] == "| gateway r2 1024x128@256 | 2 | 8.00 | 120.00 | 120.50 | 0.50 |"
+    assert access_marks.run_window(runs[0]) == (start + 1.0, start + 12.22 + 1.0)  # alone
+
+
+def test_a_start_to_the_millisecond_opens_its_window_at_once() -> None:
+    run = {"started": "2026-12-02T21:14:11.250+00:00", "wall_s": 2.0}
+    later = access_marks.run_window({"started": "2026-12-02T21:14:12.750+00:00", "wall_s": 1})
+    low, high = access_marks.run_window(run, [later[0]])
+    assert (high - low, later[1] - later[0]) == (1.5, 2.0)
