@@ -1,15 +1,18 @@
 """Tokenizing on the serving path: long texts in pieces side by side, the texts of a wave
-of requests together, the longest off the event loop."""
+of requests together, the longest off the event loop, a conversation's earlier turns
+remembered."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from app.cpus import usable_cpus
 from app.encode_pieces import backend_for, cut, encode_batch, encode_each, joined_ids
+from app.encode_turns import TurnCache, boundary_tokens, joined, lookup, split
 from app.engine import Tokenizer
 
 OFF_LOOP_CHARS: Final = 2000
@@ -39,17 +42,58 @@ MAX_PIECES: Final = 8
 
 async def encode(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = False) -> list[int]:
     """`tokenizer.encode(text)`, in pieces where that is exact and pays; texts that may be
-    cut and arrive together (a wave of requests) are encoded together (`_Wave`), the
-    longest in the encode thread."""
+    cut are split at their added tokens, the parts seen before remembered (a conversation's
+    earlier turns), and the new parts that arrive together (a wave of requests) encoded
+    together (`_Wave`), the longest in the encode thread."""
     backend = None
     if not add_special_tokens and len(text) >= 2 * PIECE_CHARS:
         backend = backend_for(tokenizer)
     if backend is not None:
-        return await _wave().encode(backend, text)
+        return await _encode_turns(tokenizer, backend, text)
     if len(text) < OFF_LOOP_CHARS:
         return encode_sync(tokenizer, text, add_special_tokens=add_special_tokens)
     call = functools.partial(encode_sync, tokenizer, text, add_special_tokens=add_special_tokens)
     return await asyncio.get_running_loop().run_in_executor(_encoder(), call)
+
+
+async def _encode_turns(tokenizer: Tokenizer, backend: Any, text: str) -> list[int]:
+    """The ids of `text` from its parts between added tokens (`app.encode_turns`): the parts
+    this process has seen are remembered, the others encoded together in the wave."""
+    turns = _turns_for(tokenizer, backend)
+    if turns is None:
+        return await _wave().encode(backend, text)
+    tokens, cache = turns
+    parts = split(text, tokens)
+    known, missing = lookup(parts, cache)
+    wave = _wave()
+    if len(missing) == 1:
+        got = [await wave.encode(backend, missing[0])]
+    else:
+        got = list(await asyncio.gather(*(wave.encode(backend, t) for t in missing)))
+    for part, ids in zip(missing, got, strict=True):
+        cache.put(part, ids)
+        known[part] = ids
+    return joined(parts, known)
+
+
+_TURNS: weakref.WeakKeyDictionary[Any, tuple[dict[str, int], TurnCache] | None] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _turns_for(tokenizer: Any, backend: Any) -> tuple[dict[str, int], TurnCache] | None:
+    """The added tokens to split at and the parts' cache of a tokenizer, made once; None
+    where its texts may not be split at its added tokens (or it can't be remembered)."""
+    try:
+        return _TURNS[tokenizer]
+    except KeyError:
+        pass
+    except TypeError:  # not weak-referenceable
+        return None
+    tokens = boundary_tokens(backend)
+    turns = None if tokens is None else (tokens, TurnCache())
+    _TURNS[tokenizer] = turns
+    return turns
 
 
 def encode_sync(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = False) -> list[int]:
@@ -129,7 +173,10 @@ class _Wave:
                 _settle(batch, _encode_batch(batch))
             except Exception as exc:
                 _fail(batch, exc)
-            self.busy = False
+            if self.waiting:  # more than one CPU's worth came (one usable CPU): go on
+                self.loop.call_soon(self._next)
+            else:
+                self.busy = False
             return
         job = self.loop.run_in_executor(_encoder(), _encode_batch, batch)
         job.add_done_callback(lambda done: self._done(batch, done))

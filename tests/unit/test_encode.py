@@ -14,6 +14,14 @@ from app.encode import MAX_PIECES, OFF_LOOP_CHARS, PIECE_CHARS, encode, encode_s
 from app.encode_pieces import backend_for
 
 
+def _plain(tokenizer: Any) -> int:
+    """How many ids come before the added tokens: texts of those ids hold none, so they
+    are encoded as one part (`app.encode_turns` splits at added tokens)."""
+    first_added = min(tokenizer.added_tokens_decoder)
+    assert first_added == len(tokenizer) - len(tokenizer.added_tokens_decoder)
+    return int(first_added)
+
+
 class _Slow:
     """A tokenizer without a fast backend."""
 
@@ -49,7 +57,7 @@ def test_encode_sync_matches_encode_and_uses_pieces(
 ) -> None:
     monkeypatch.setattr(encode_module, "usable_cpus", lambda: 4)
     rng = random.Random(9)
-    text = tokenizer.decode([rng.randrange(len(tokenizer)) for _ in range(2000)])
+    text = tokenizer.decode([rng.randrange(_plain(tokenizer)) for _ in range(2000)])
     assert len(text) >= 2 * PIECE_CHARS
     expected = tokenizer.encode(text, add_special_tokens=False)
 
@@ -101,7 +109,7 @@ async def test_encode_cuts_medium_texts_inline_and_long_ones_in_the_thread(
 ) -> None:
     monkeypatch.setattr(encode_module, "usable_cpus", lambda: 16)
     rng = random.Random(11)
-    text = tokenizer.decode([rng.randrange(len(tokenizer)) for _ in range(4000)])
+    text = tokenizer.decode([rng.randrange(_plain(tokenizer)) for _ in range(4000)])
     recording = _Recording(tokenizer)
     medium, long = text[: OFF_LOOP_CHARS - 1], text[: 6 * OFF_LOOP_CHARS]
     assert len(long) > MAX_PIECES * PIECE_CHARS
@@ -115,7 +123,7 @@ async def test_encode_cuts_medium_texts_inline_and_long_ones_in_the_thread(
 
 def test_no_more_pieces_than_cpus(tokenizer: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(12)
-    text = tokenizer.decode([rng.randrange(len(tokenizer)) for _ in range(2000)])
+    text = tokenizer.decode([rng.randrange(_plain(tokenizer)) for _ in range(2000)])
     recording = _Recording(tokenizer)
     monkeypatch.setattr(encode_module, "usable_cpus", lambda: 1)
     assert encode_sync(recording, text) == tokenizer.encode(text, add_special_tokens=False)  # type: ignore[arg-type]
@@ -146,7 +154,7 @@ def _texts(tokenizer: Any, count: int, seed: int) -> list[str]:
     when alone."""
     rng = random.Random(seed)
     texts = [
-        tokenizer.decode([rng.randrange(len(tokenizer)) for _ in range(500)])[:1500]
+        tokenizer.decode([rng.randrange(_plain(tokenizer)) for _ in range(500)])[:1500]
         for _ in range(count)
     ]
     assert all(2 * PIECE_CHARS <= len(t) < OFF_LOOP_CHARS for t in texts)
@@ -167,9 +175,13 @@ async def test_a_wave_of_texts_is_encoded_together_in_the_thread(
     # one call for all ten, in the encode thread; 16 CPUs for 10 texts: each one whole
     assert recording.calls == [(10, recording.calls[0][1])]
     assert recording.calls[0][1].startswith("encode")
-    # one alone, shorter than OFF_LOOP_CHARS: on the loop, in pieces, as before
+    # the same text again: remembered (app.encode_turns), nothing encoded
     assert await encode(recording, texts[0]) == got[0]  # type: ignore[arg-type]
-    assert recording.calls[1] == (len(texts[0]) // PIECE_CHARS, "MainThread")
+    assert len(recording.calls) == 1
+    # one alone, new to this tokenizer, shorter than OFF_LOOP_CHARS: on the loop, in pieces
+    fresh = _Recording(tokenizer)
+    assert await encode(fresh, texts[0]) == got[0]  # type: ignore[arg-type]
+    assert fresh.calls == [(len(texts[0]) // PIECE_CHARS, "MainThread")]
 
 
 @pytest.mark.asyncio
@@ -226,3 +238,20 @@ async def test_a_batch_cancelled_as_the_loop_closes_cancels_its_waiters() -> Non
     wave.busy = True
     wave._done([(None, "text", waiter)], done)
     assert waiter.cancelled() and not wave.busy
+
+
+@pytest.mark.asyncio
+async def test_with_one_cpu_every_text_of_a_wave_is_encoded(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One text per batch, each short enough for the loop: the batches after the first
+    are not left waiting for a later request."""
+    import asyncio
+
+    monkeypatch.setattr(encode_module, "usable_cpus", lambda: 1)
+    texts = _texts(tokenizer, 3, seed=16)
+    recording = _Recording(tokenizer)
+    wave = asyncio.gather(*(encode(recording, t) for t in texts))  # type: ignore[arg-type]
+    got = await asyncio.wait_for(wave, timeout=10)
+    assert got == [tokenizer.encode(t, add_special_tokens=False) for t in texts]
+    assert [(n, thread) for n, thread in recording.calls] == [(1, "MainThread")] * 3

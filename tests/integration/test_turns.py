@@ -1,0 +1,39 @@
+"""A conversation's turns on the real engine, through the openai SDK: the gateway remembers
+the prompt parts it has encoded (`app.encode_turns`), and each turn's prompt is still the
+whole conversation's."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+
+from tests.integration.conftest import LiveGateway
+
+
+def test_a_conversations_turns_have_the_prompt_tokens_of_the_whole(
+    client: openai.OpenAI, gateway: LiveGateway
+) -> None:
+    """Each turn resends the conversation; the gateway encodes only the parts between added
+    tokens it has not seen (`app.encode_turns`). Every turn's prompt must still count what
+    `/tokenize` counts for the same messages (rendered the same way, encoded whole)."""
+    messages: list[dict[str, str]] = []
+    for turn in range(4):
+        messages.append(
+            {
+                "role": "user",
+                "content": f"Turn {turn}: <think> stays text here, café 于是乎 "
+                + " ".join(f"word{turn}{i}" for i in range(60)),
+            }
+        )
+        resp = client.chat.completions.create(
+            model=gateway.model,
+            messages=messages,  # type: ignore[arg-type]
+            max_tokens=12,
+        )
+        counted = httpx.post(
+            gateway.base_url + "/tokenize",
+            json={"model": gateway.model, "messages": messages},
+            timeout=30,
+        ).json()["count"]
+        assert resp.usage is not None and resp.usage.prompt_tokens == counted, turn
+        messages.append({"role": "assistant", "content": resp.choices[0].message.content or ""})
