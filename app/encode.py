@@ -58,18 +58,24 @@ async def encode(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = 
 
 async def _encode_turns(tokenizer: Tokenizer, backend: Any, text: str) -> list[int]:
     """The ids of `text` from its parts between added tokens (`app.encode_turns`): the parts
-    this process has seen are remembered, the others encoded together in the wave."""
+    this process has seen are remembered; a single new one goes with the wave, several are
+    encoded together (on the loop while short, in the encode thread otherwise)."""
     turns = _turns_for(tokenizer, backend)
     if turns is None:
         return await _wave().encode(backend, text)
     tokens, cache = turns
     parts = split(text, tokens)
     known, missing = lookup(parts, cache)
-    wave = _wave()
-    if len(missing) == 1:
-        got = [await wave.encode(backend, missing[0])]
-    else:
-        got = list(await asyncio.gather(*(wave.encode(backend, t) for t in missing)))
+    if not missing:
+        got = []
+    elif len(missing) == 1:
+        got = [await _wave().encode(backend, missing[0])]
+    elif sum(map(len, missing)) < OFF_LOOP_CHARS:
+        got = encode_texts(backend, missing)
+    else:  # together in one batch: the wave's batches hold one text per CPU
+        got = await asyncio.get_running_loop().run_in_executor(
+            _encoder(), encode_texts, backend, missing
+        )
     for part, ids in zip(missing, got, strict=True):
         cache.put(part, ids)
         known[part] = ids
@@ -94,6 +100,11 @@ def _turns_for(tokenizer: Any, backend: Any) -> tuple[dict[str, int], TurnCache]
     turns = None if tokens is None else (tokens, TurnCache())
     _TURNS[tokenizer] = turns
     return turns
+
+
+def forget_turns(tokenizer: Any) -> None:
+    """Forget the prompt parts this process remembers for `tokenizer` (benchmarks, tests)."""
+    _TURNS.pop(tokenizer, None)
 
 
 def encode_sync(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = False) -> list[int]:

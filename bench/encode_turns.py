@@ -1,14 +1,16 @@
 """How long the gateway takes to tokenize each turn of a growing conversation: with the
-turns it has seen remembered (`app.encode_turns`) against every prompt encoded afresh.
+parts of earlier turns remembered (`app.encode_turns`), with nothing remembered, and whole.
 
 `python -m bench.encode_turns --model DIR [--turns 10] [--tokens 300] [--repeats 5]` builds
 a conversation of random-id messages (`bench.first_text`: user and assistant in turn,
 `--tokens` each), renders each turn's prompt with the model's chat template as the chat
-route does, and times `app.encode.encode` on it: "remembered" with one tokenizer across
-the turns (as an HTTP worker serving the conversation), "afresh" with the tokenizer's
-parts forgotten before each turn (every prompt encoded whole, as before). Checks both give
-`tokenizer.encode`'s ids; prints, as JSON, each turn's prompt length and the two medians
-in milliseconds.
+route does, and times it three ways: "remembered", `app.encode.encode` with one tokenizer
+across the turns (as an HTTP worker serving the conversation); "afresh", the same with
+the tokenizer's parts forgotten before each turn (every part encoded); "whole",
+`app.encode.encode_texts` on the whole prompt (the encoding before `app.encode_turns`,
+without its hop through the event loop). Checks that every way gives
+`tokenizer.encode`'s ids; prints, as JSON, each turn's prompt length and the medians in
+milliseconds.
 """
 
 from __future__ import annotations
@@ -39,30 +41,33 @@ def conversation_prompts(tokenizer: Any, turns: int, tokens: int, seed: int) -> 
     return prompts
 
 
-async def time_turns(tokenizer: Any, prompts: Sequence[str], remembered: bool) -> list[float]:
-    """Milliseconds `app.encode.encode` took on each prompt, in order."""
-    import app.encode as encode_module
+async def time_turns(tokenizer: Any, prompts: Sequence[str], way: str) -> list[float]:
+    """Milliseconds each prompt's encoding took one `way` (see above), in order."""
+    from app.encode import encode, encode_texts, forget_turns
 
     took: list[float] = []
     for prompt in prompts:
-        if not remembered:
-            encode_module._TURNS.pop(tokenizer, None)
+        if way == "afresh":
+            forget_turns(tokenizer)
         start = time.perf_counter()
-        ids = await encode_module.encode(tokenizer, prompt)
+        if way == "whole":
+            (ids,) = encode_texts(tokenizer.backend_tokenizer, [prompt])
+        else:
+            ids = await encode(tokenizer, prompt)
         took.append((time.perf_counter() - start) * 1e3)
         if ids != tokenizer.encode(prompt, add_special_tokens=False):
-            raise AssertionError(f"the ids of a {len(prompt)}-character prompt differ")
+            raise AssertionError(f"the ids of a {len(prompt)}-character prompt differ ({way})")
     return took
 
 
 async def measure(tokenizer: Any, prompts: Sequence[str], repeats: int) -> dict[str, Any]:
-    import app.encode as encode_module
+    from app.encode import forget_turns
 
-    runs: dict[str, list[list[float]]] = {"remembered": [], "afresh": []}
+    runs: dict[str, list[list[float]]] = {"remembered": [], "afresh": [], "whole": []}
     for _ in range(repeats):
-        for way in ("afresh", "remembered"):
-            encode_module._TURNS.pop(tokenizer, None)  # each pass starts with nothing seen
-            runs[way].append(await time_turns(tokenizer, prompts, way == "remembered"))
+        for way in runs:
+            forget_turns(tokenizer)  # each pass starts with nothing seen
+            runs[way].append(await time_turns(tokenizer, prompts, way))
     medians = {
         way: [round(statistics.median(t[i] for t in taken), 3) for i in range(len(prompts))]
         for way, taken in runs.items()

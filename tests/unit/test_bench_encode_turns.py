@@ -26,6 +26,6 @@ def test_main_prints_both_ways_per_turn(tiny_dir: Path, capsys: pytest.CaptureFi
     assert len(report["prompt_chars"]) == 3 and report["prompt_chars"] == sorted(
         report["prompt_chars"]
     )
-    for way in ("remembered", "afresh"):
+    for way in ("remembered", "afresh", "whole"):
         assert len(report["ms_p50_per_turn"][way]) == 3
         assert report["ms_total"][way] > 0

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import app.encode as encode_module
-from app.encode import encode
+from app.encode import OFF_LOOP_CHARS, PIECE_CHARS, encode
 from app.encode_turns import TurnCache, boundary_tokens, joined, lookup, split
 from app.tiny_tokenizer import build_tokenizer
 
@@ -138,6 +138,7 @@ class _Recording:
         self.tokenizer = tokenizer
         self.backend_tokenizer = self
         self.texts: list[list[str]] = []
+        self.threads: list[str] = []
 
     def __getattr__(self, name: str) -> Any:
         if name == "encode_batch_fast":  # recorded as encode_batch
@@ -145,7 +146,10 @@ class _Recording:
         return getattr(self.tokenizer.backend_tokenizer, name)
 
     def encode_batch(self, texts: list[str], add_special_tokens: bool) -> Any:
+        import threading
+
         self.texts.append(list(texts))
+        self.threads.append(threading.current_thread().name)
         return self.tokenizer.backend_tokenizer.encode_batch(texts, add_special_tokens=False)
 
 
@@ -179,3 +183,27 @@ async def test_a_conversations_next_turn_encodes_only_its_new_messages(
             {"role": "assistant", "content": words(100)},
             {"role": "user", "content": words(100)},
         ]
+
+
+@pytest.mark.asyncio
+async def test_several_new_parts_are_encoded_in_one_batch(
+    tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Short together: on the loop; long together (OFF_LOOP_CHARS or more): in the encode
+    thread; one call each."""
+    monkeypatch.setattr(encode_module, "usable_cpus", lambda: 2)
+    rng = random.Random(9)
+    plain = min(tokenizer.added_tokens_decoder)
+
+    def words(count: int) -> str:
+        return str(tokenizer.decode([rng.randrange(plain) for _ in range(count)]))
+
+    for chars, thread in ((450, "MainThread"), (1500, "encode")):
+        messages = [{"role": r, "content": words(2000)[:chars]} for r in ("system", "user")]
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        assert len(text) >= 2 * PIECE_CHARS
+        assert (2 * chars >= OFF_LOOP_CHARS) == (thread == "encode")
+        recording = _Recording(tokenizer)
+        assert await encode(recording, text) == tokenizer.encode(text, add_special_tokens=False)
+        assert len(recording.texts) == 1 and len(recording.texts[0]) >= 2, chars
+        assert recording.threads[0].startswith(thread), chars
