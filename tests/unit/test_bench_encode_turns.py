@@ -1,4 +1,4 @@
-"""bench.encode_turns: a growing conversation's prompts, timed remembered and afresh."""
+"""bench.encode_turns: a growing conversation's prompts, timed three ways."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_each_turn_extends_the_last(tokenizer: Any) -> None:
         assert earlier.endswith(opener) and later.startswith(earlier)
 
 
-def test_main_prints_both_ways_per_turn(tiny_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_main_prints_every_way_per_turn(tiny_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     main(["--model", str(tiny_dir), "--turns", "3", "--tokens", "400", "--repeats", "1"])
     report = json.loads(capsys.readouterr().out)
     assert len(report["prompt_chars"]) == 3 and report["prompt_chars"] == sorted(

@@ -113,9 +113,7 @@ class _BatchOnly:
 
 
 @pytest.mark.parametrize("make", [_gpt2_style, _qwen_style], ids=["gpt2-regex", "qwen3-split"])
-def test_encode_batch_takes_the_fast_call_and_gives_the_same_ids(
-    make: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_encode_batch_takes_the_fast_call_and_gives_the_same_ids(make: Any) -> None:
     tokenizer = make()
     rng = random.Random(6)
     size = tokenizer.get_vocab_size()
