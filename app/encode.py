@@ -12,7 +12,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
 from app.cpus import usable_cpus
-from app.encode_pieces import backend_for, cut, encode_batch, encode_each, joined_ids
+from app.encode_pieces import (
+    backend_for,
+    cut,
+    encode_batch,
+    encode_each,
+    joined_ids,
+    once_per_tokenizer,
+)
 from app.encode_turns import TurnCache, boundary_tokens, joined, lookup, split
 from app.engine import Tokenizer
 
@@ -96,16 +103,12 @@ _TURNS: weakref.WeakKeyDictionary[Any, tuple[dict[str, int], TurnCache] | None] 
 def _turns_for(tokenizer: Any, backend: Any) -> tuple[dict[str, int], TurnCache] | None:
     """The added tokens to split at and the parts' cache of a tokenizer, made once; None
     where its texts may not be split at its added tokens (or it can't be remembered)."""
-    try:
-        return _TURNS[tokenizer]
-    except KeyError:
-        pass
-    except TypeError:  # not weak-referenceable
-        return None
-    tokens = boundary_tokens(backend)
-    turns = None if tokens is None else (tokens, TurnCache())
-    _TURNS[tokenizer] = turns
-    return turns
+
+    def make() -> tuple[dict[str, int], TurnCache] | None:
+        tokens = boundary_tokens(backend)
+        return None if tokens is None else (tokens, TurnCache())
+
+    return once_per_tokenizer(_TURNS, tokenizer, make, unkeyed=lambda: None)
 
 
 def forget_turns(tokenizer: Any) -> None:

@@ -20,9 +20,11 @@ BPE dropout, a prefix space, truncation) is not cut: `backend_for` returns None 
 
 from __future__ import annotations
 
+import functools
 import json
 import weakref
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
 QWEN2_SPLIT: Final = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
@@ -32,21 +34,36 @@ QWEN2_SPLIT: Final = (
 
 _NORMALIZERS: Final = (None, {"type": "NFC"})
 
+_V = TypeVar("_V")
+
 _BACKENDS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def backend_for(tokenizer: Any) -> Any | None:
     """The `tokenizers.Tokenizer` behind a fast Hugging Face tokenizer when its texts may be
     cut as this module does, else None (worked out once per tokenizer)."""
+    work_out = functools.partial(_checked_backend, tokenizer)
+    return once_per_tokenizer(_BACKENDS, tokenizer, work_out, unkeyed=work_out)
+
+
+def once_per_tokenizer(
+    store: weakref.WeakKeyDictionary[Any, _V],
+    tokenizer: Any,
+    make: Callable[[], _V],
+    *,
+    unkeyed: Callable[[], _V],
+) -> _V:
+    """`store[tokenizer]`, made by `make()` the first time; `unkeyed()` for a tokenizer that
+    is not weak-referenceable (it can't be a key)."""
     try:
-        return _BACKENDS[tokenizer]
+        return store[tokenizer]
     except KeyError:
         pass
-    except TypeError:  # not weak-referenceable: work it out each time
-        return _checked_backend(tokenizer)
-    backend = _checked_backend(tokenizer)
-    _BACKENDS[tokenizer] = backend
-    return backend
+    except TypeError:
+        return unkeyed()
+    value = make()
+    store[tokenizer] = value
+    return value
 
 
 def _checked_backend(tokenizer: Any) -> Any | None:
