@@ -104,6 +104,11 @@ class GatedListener:
         sock.listen(backlog)  # bound, not yet listening (as asyncio's create_server does)
         self._loop.add_reader(sock.fileno(), self._readable)
         self._beat()
+        logger.info(
+            "HTTP worker %d takes connections in turn (up to %d before the next worker)",
+            slot.index,
+            slot.limit,
+        )
 
     def _open_now(self) -> int:
         return len(self._connections) + self._opening

@@ -58,6 +58,8 @@ def test_connections_fill_the_first_worker_first(doomed) -> None:  # type: ignor
     """`--connections-per-worker 2`: worker 0 takes the first two connections that stay
     open, worker 1 the next two (the kernel alone spreads them over both)."""
     proc, live = doomed
+    # /health answers once one worker serves; the gate passes over a worker still starting
+    wait_for(lambda: live.log.read_text().count("takes connections in turn") == 2, 120)
     workers = {i: named(descendants(proc), f"APIServer_{i}")[0] for i in range(2)}
     port = int(live.base_url.rsplit(":", 1)[1])
     held: list[socket.socket] = []
