@@ -20,7 +20,7 @@ from app.encode_pieces import (
     joined_ids,
     once_per_tokenizer,
 )
-from app.encode_turns import TurnCache, boundary_tokens, joined, lookup, split
+from app.encode_turns import TurnCache, boundary_tokens, joined, lookup, sources, split
 from app.engine import Tokenizer
 
 OFF_LOOP_CHARS: Final = 2000
@@ -50,16 +50,27 @@ MAX_PIECES: Final = 8
 _T = TypeVar("_T")
 
 
-async def encode(tokenizer: Tokenizer, text: str, *, add_special_tokens: bool = False) -> list[int]:
+TurnTally = Callable[[int, int], None]
+"""Told a split prompt's tokens whose ids were remembered, and those encoded for it."""
+
+
+async def encode(
+    tokenizer: Tokenizer,
+    text: str,
+    *,
+    add_special_tokens: bool = False,
+    tally: TurnTally | None = None,
+) -> list[int]:
     """`tokenizer.encode(text)`, in pieces where that is exact and pays; texts that may be
     cut are split at their added tokens, the parts seen before remembered (a conversation's
-    earlier turns), and the new parts that arrive together (a wave of requests) encoded
-    together (`_Wave`), the longest in the encode thread."""
+    earlier turns; `tally` hears how many tokens were and were not), and the new parts that
+    arrive together (a wave of requests) encoded together (`_Wave`), the longest in the
+    encode thread."""
     backend = None
     if not add_special_tokens and len(text) >= 2 * PIECE_CHARS:
         backend = backend_for(tokenizer)
     if backend is not None:
-        return await _encode_turns(tokenizer, backend, text)
+        return await _encode_turns(tokenizer, backend, text, tally)
     call = functools.partial(encode_sync, tokenizer, text, add_special_tokens=add_special_tokens)
     return await _off_loop_when_long(len(text), call)
 
@@ -72,7 +83,9 @@ async def _off_loop_when_long(chars: int, call: Callable[[], _T]) -> _T:
     return await asyncio.get_running_loop().run_in_executor(_encoder(), call)
 
 
-async def _encode_turns(tokenizer: Tokenizer, backend: Any, text: str) -> list[int]:
+async def _encode_turns(
+    tokenizer: Tokenizer, backend: Any, text: str, tally: TurnTally | None
+) -> list[int]:
     """The ids of `text` from its parts between added tokens (`app.encode_turns`): the parts
     this process has seen are remembered; a single new one goes with the wave, several are
     encoded together (on the loop while short, in the encode thread otherwise)."""
@@ -92,6 +105,8 @@ async def _encode_turns(tokenizer: Tokenizer, backend: Any, text: str) -> list[i
     for part, ids in zip(missing, got, strict=True):
         cache.put(part, ids)
         known[part] = ids
+    if tally is not None:
+        tally(*sources(parts, known, missing))
     return joined(parts, known)
 
 

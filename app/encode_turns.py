@@ -118,3 +118,20 @@ def joined(parts: list[Part], ids_of: Mapping[str, Sequence[int]]) -> list[int]:
         else:
             ids += ids_of[part]
     return ids
+
+
+def sources(
+    parts: list[Part], ids_of: Mapping[str, Sequence[int]], encoded: list[str]
+) -> tuple[int, int]:
+    """The tokens of the prompt's texts whose ids were remembered, and those whose ids were
+    encoded for it (`encoded`: the texts that were); the added tokens between count in
+    neither."""
+    new = set(encoded)
+    remembered = fresh = 0
+    for part in parts:
+        if isinstance(part, str):
+            if part in new:
+                fresh += len(ids_of[part])
+            else:
+                remembered += len(ids_of[part])
+    return remembered, fresh

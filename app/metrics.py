@@ -17,6 +17,14 @@ class GatewayMetrics:
     in_flight: Gauge
     normalizations: Counter
     errors: Counter
+    turn_tokens: Counter
+
+    def count_turn_tokens(self, remembered: int, encoded: int) -> None:
+        """A long chat prompt's tokens, by where their ids came from (`app.encode`)."""
+        if remembered:
+            self.turn_tokens.labels("remembered").inc(remembered)
+        if encoded:
+            self.turn_tokens.labels("encoded").inc(encoded)
 
 
 NORMALIZATION_KINDS = (
@@ -29,6 +37,9 @@ NORMALIZATION_KINDS = (
     "constrained_thinking",
 )
 """Every `kind` of `gateway_normalizations_total` (app.chat.normalize, app.completions)."""
+
+TURN_SOURCES = ("remembered", "encoded")
+"""Every `source` of `gateway_prompt_turn_tokens_total` (app.encode's conversation turns)."""
 
 COMMON_ERROR_CODES = (
     "invalid_request",
@@ -85,7 +96,16 @@ def gateway_metrics(registry: CollectorRegistry = REGISTRY) -> GatewayMetrics:
             ["code"],
             registry=registry,
         ),
+        turn_tokens=Counter(
+            "gateway_prompt_turn_tokens",
+            "Tokens of prompts split at their special tokens (800+ characters), by where "
+            "their ids came from: this process's cache of earlier turns, or encoded now.",
+            ["source"],
+            registry=registry,
+        ),
     )
+    for source in TURN_SOURCES:
+        metrics.turn_tokens.labels(source)
     for kind in NORMALIZATION_KINDS:
         metrics.normalizations.labels(kind)
     for code in COMMON_ERROR_CODES:

@@ -73,7 +73,11 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
     tools = plan_tools(request)
     constraint = tools.constraint or requested_constraint(request)
     prompt = await render_prompt(
-        engine.tokenizer, request, normalized.template_kwargs, tools.template_tools
+        engine.tokenizer,
+        request,
+        normalized.template_kwargs,
+        tools.template_tools,
+        gateway.metrics.count_turn_tokens,
     )
     # Constrained output with thinking asked for: think first, then the constrained answer
     # (not inside a continued message: the template has closed its think block).

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from app.encode import encode
+from app.encode import TurnTally, encode
 from app.engine import Tokenizer
 from app.errors import GatewayError
 from app.reasoning import THINK_OPEN
@@ -117,11 +117,12 @@ async def render_prompt(
     request: ChatCompletionRequest,
     template_kwargs: dict[str, Any],
     tools: list[dict[str, Any]] | None = None,
+    tally: TurnTally | None = None,
 ) -> Prompt:
-    """Apply the chat template and tokenize; a long prompt is tokenized off the event loop
-    (`app.encode`)."""
+    """Apply the chat template and tokenize; a long prompt is tokenized off the event loop,
+    its earlier turns remembered (`app.encode`; `tally` hears how many tokens were)."""
     text = render_text(tokenizer, request, template_kwargs, tools)
-    return Prompt(text=text, token_ids=await encode(tokenizer, text))
+    return Prompt(text=text, token_ids=await encode(tokenizer, text, tally=tally))
 
 
 def open_think_block(tokenizer: Tokenizer, prompt: Prompt) -> Prompt:

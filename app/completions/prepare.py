@@ -19,7 +19,7 @@ from typing import Any
 from app.access_log import record_mark
 from app.chat.normalize import Defaults, clean_text
 from app.chat.sampling import OPTIONAL_SAMPLING, new_sampling_params, token_bias
-from app.encode import encode
+from app.encode import TurnTally, encode
 from app.engine import Tokenizer, vocab_size
 from app.errors import GatewayError
 from app.greedy_n import copies
@@ -99,9 +99,10 @@ def validate(request: CompletionRequest) -> None:
 
 
 async def prompt_inputs(
-    request: CompletionRequest, tokenizer: Tokenizer
+    request: CompletionRequest, tokenizer: Tokenizer, tally: TurnTally | None = None
 ) -> tuple[list[PromptInput], bool]:
-    """Each prompt's text and token ids; True when invisible characters were stripped."""
+    """Each prompt's text and token ids; True when invisible characters were stripped
+    (`tally`: see `app.encode`)."""
     raw = request.prompt
     items: list[str | list[int]]
     if isinstance(raw, str):
@@ -118,7 +119,9 @@ async def prompt_inputs(
         if isinstance(item, str):
             text, changed = clean_text(item, where)
             stripped = stripped or changed
-            ids = await encode(tokenizer, text, add_special_tokens=request.add_special_tokens)
+            ids = await encode(
+                tokenizer, text, add_special_tokens=request.add_special_tokens, tally=tally
+            )
         else:
             ids = list(item)
             bad = [t for t in ids if vocab is not None and t >= vocab]
@@ -189,7 +192,9 @@ async def prepare_completion(
     served = gateway.served_model(body.model)
     validate(body)
     engine = gateway.engine
-    prompts, stripped = await prompt_inputs(body, engine.tokenizer)
+    prompts, stripped = await prompt_inputs(
+        body, engine.tokenizer, gateway.metrics.count_turn_tokens
+    )
     defaults = sampling_defaults(body, gateway.defaults)
     for kind, fired in (("invisible_chars", stripped), ("sampling_defaults", bool(defaults))):
         if fired:

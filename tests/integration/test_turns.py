@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import httpx
 import openai
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.conftest import LiveGateway
 
@@ -16,6 +17,8 @@ def test_a_conversations_turns_have_the_prompt_tokens_of_the_whole(
     """Each turn resends the conversation; the gateway encodes only the parts between added
     tokens it has not seen (`app.encode_turns`). Every turn's prompt must still count what
     `/tokenize` counts for the same messages (rendered the same way, encoded whole)."""
+    before = {s: _turn_tokens(gateway, s) for s in ("remembered", "encoded")}
+    prompt_tokens = 0
     messages: list[dict[str, str]] = []
     for turn in range(4):
         messages.append(
@@ -36,4 +39,20 @@ def test_a_conversations_turns_have_the_prompt_tokens_of_the_whole(
             timeout=30,
         ).json()["count"]
         assert resp.usage is not None and resp.usage.prompt_tokens == counted, turn
+        prompt_tokens += counted
         messages.append({"role": "assistant", "content": resp.choices[0].message.content or ""})
+    # /metrics: the later turns' earlier messages were remembered, their new ones encoded
+    grown = {s: _turn_tokens(gateway, s) - before[s] for s in before}
+    assert grown["remembered"] > 0 and grown["encoded"] > 0, grown
+    assert sum(grown.values()) < prompt_tokens, (grown, prompt_tokens)
+
+
+def _turn_tokens(gateway: LiveGateway, source: str) -> float:
+    text = httpx.get(gateway.base_url + "/metrics", timeout=10).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "gateway_prompt_turn_tokens_total" and sample.labels == {
+                "source": source
+            }:
+                return float(sample.value)
+    raise AssertionError(f"no gateway_prompt_turn_tokens_total{{source={source!r}}}")

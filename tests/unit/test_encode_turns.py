@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import app.encode as encode_module
 from app.encode import OFF_LOOP_CHARS, PIECE_CHARS, encode
-from app.encode_turns import TurnCache, boundary_tokens, joined, lookup, split
+from app.encode_turns import TurnCache, boundary_tokens, joined, lookup, sources, split
 from app.tiny_tokenizer import build_tokenizer
 
 
@@ -153,6 +153,15 @@ class _Recording:
         return self.tokenizer.backend_tokenizer.encode_batch(texts, add_special_tokens=False)
 
 
+def test_sources_count_each_occurrence_by_how_its_ids_were_had() -> None:
+    """A part encoded for this prompt counts as encoded wherever it occurs; the added
+    tokens' ids count in neither."""
+    parts: list[str | int] = ["old", 7, "new", 7, "new", "old"]
+    ids_of = {"old": [1, 2, 3], "new": [4, 5]}
+    assert sources(parts, ids_of, ["new"]) == (6, 4)
+    assert sources(parts, ids_of, []) == (10, 0)
+
+
 @pytest.mark.asyncio
 async def test_a_conversations_next_turn_encodes_only_its_new_messages(
     tokenizer: Any, monkeypatch: pytest.MonkeyPatch
@@ -166,12 +175,17 @@ async def test_a_conversations_next_turn_encodes_only_its_new_messages(
         return str(tokenizer.decode([rng.randrange(plain) for _ in range(count)]))
 
     recording = _Recording(tokenizer)
+    tallies: list[tuple[int, int]] = []
     messages = [{"role": "user", "content": words(1000)}]
     for turn in range(3):
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         recording.texts.clear()
-        got = await encode(recording, text)
+        tallies.clear()
+        got = await encode(recording, text, tally=lambda r, e: tallies.append((r, e)))
         assert got == tokenizer.encode(text, add_special_tokens=False)
+        (remembered, fresh), specials = tallies[0], sum(t >= plain for t in got)
+        assert len(tallies) == 1 and remembered + fresh == len(got) - specials
+        assert remembered == 0 if turn == 0 else remembered > 2 * fresh > 0
         encoded = [t for call in recording.texts for t in call]
         if turn == 0:
             assert any(messages[0]["content"] in t for t in encoded)

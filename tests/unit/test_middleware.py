@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
 from app.errors import GatewayError, install_error_handlers
-from app.metrics import COMMON_ERROR_CODES, NORMALIZATION_KINDS, gateway_metrics
+from app.metrics import COMMON_ERROR_CODES, NORMALIZATION_KINDS, TURN_SOURCES, gateway_metrics
 from app.middleware import BodyLimitMiddleware, PathMiddleware, normalize_path
 from app.observe import ObserveMiddleware
 
@@ -192,6 +192,22 @@ def test_common_error_codes_and_normalization_kinds_start_at_zero() -> None:
         assert registry.get_sample_value("gateway_errors_total", {"code": code}) == 0
     for kind in NORMALIZATION_KINDS:
         assert registry.get_sample_value("gateway_normalizations_total", {"kind": kind}) == 0
+    for source in TURN_SOURCES:
+        assert (
+            registry.get_sample_value("gateway_prompt_turn_tokens_total", {"source": source}) == 0
+        )
+
+
+def test_turn_tokens_are_counted_by_source() -> None:
+    registry = CollectorRegistry()
+    metrics = gateway_metrics(registry)
+    metrics.count_turn_tokens(40, 3)
+    metrics.count_turn_tokens(0, 5)
+    got = {
+        s: registry.get_sample_value("gateway_prompt_turn_tokens_total", {"source": s})
+        for s in TURN_SOURCES
+    }
+    assert got == {"remembered": 40, "encoded": 8}
 
 
 def test_every_normalization_kind_the_code_counts_is_listed() -> None:
