@@ -20,7 +20,7 @@ class GatewayMetrics:
     turn_tokens: Counter
 
     def count_turn_tokens(self, remembered: int, encoded: int) -> None:
-        """A long chat prompt's tokens, by where their ids came from (`app.encode`)."""
+        """A long prompt's tokens, by where their ids came from (`app.encode`)."""
         if remembered:
             self.turn_tokens.labels("remembered").inc(remembered)
         if encoded:
