@@ -43,12 +43,18 @@ def sse_frames(gateway: LiveGateway, path: str, payload: dict[str, Any]) -> list
     return [json.loads(line) for line in lines[:-1]]
 
 
-def metric(gateway: LiveGateway, name: str, headers: dict[str, str] | None = None) -> float:
+def metric(
+    gateway: LiveGateway,
+    name: str,
+    headers: dict[str, str] | None = None,
+    labels: dict[str, str] | None = None,
+) -> float:
+    """The sum of `name`'s samples on /metrics (those with exactly `labels`, when given)."""
     text = httpx.get(gateway.base_url + "/metrics", headers=headers, timeout=10).text
     total = 0.0
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name == name:
+            if sample.name == name and (labels is None or sample.labels == labels):
                 total += sample.value
     return total
 

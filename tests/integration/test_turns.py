@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import httpx
 import openai
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.conftest import LiveGateway
+from tests.integration.live_helpers import metric
 
 
 def test_a_conversations_turns_have_the_prompt_tokens_of_the_whole(
@@ -48,11 +48,4 @@ def test_a_conversations_turns_have_the_prompt_tokens_of_the_whole(
 
 
 def _turn_tokens(gateway: LiveGateway, source: str) -> float:
-    text = httpx.get(gateway.base_url + "/metrics", timeout=10).text
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == "gateway_prompt_turn_tokens_total" and sample.labels == {
-                "source": source
-            }:
-                return float(sample.value)
-    raise AssertionError(f"no gateway_prompt_turn_tokens_total{{source={source!r}}}")
+    return metric(gateway, "gateway_prompt_turn_tokens_total", labels={"source": source})
