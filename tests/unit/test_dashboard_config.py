@@ -72,6 +72,7 @@ def test_dashboard_covers_what_the_issue_asks_for() -> None:
         "vllm:kv_cache_usage_perc",
         'gateway_requests_total{status=~"5..|4.."}',
         "sum by (kind) (rate(gateway_normalizations_total",
+        'rate(gateway_prompt_turn_tokens_total{source="remembered"}',
     ):
         assert needle in exprs, needle
 
