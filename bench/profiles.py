@@ -90,12 +90,16 @@ PROFILES: dict[str, Profile] = {
         # 128x1024@256: `vllm bench serve`'s default 1,000 prompts (three full batches
         # and one of 232); the 384 of sessions 5-10 ended in a half-full batch for a
         # third of the run. 128x1024@1: 16 requests (~30 s), as 6 left the median to
-        # one or two requests' TPOT.
+        # one or two requests' TPOT. c=64: 640 prompts (session 30); with 192 a 1024x128
+        # run lasted ~5 s, ramp-up and drain included, and pairs against the Rust frontend
+        # swung 0.72-1.16x from lease to lease, where 640 kept four pairs within 0.990-0.992.
         prompt_overrides={
             "1024x128@1": 40,
             "128x1024@1": 16,
             "128x1024@256": 1000,
             "1024x128@256": 768,
+            "1024x128@64": 640,
+            "128x1024@64": 640,
         },
         warmups_cap=32,
         startup_timeout_s=300.0,
