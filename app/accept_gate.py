@@ -30,6 +30,8 @@ from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 from typing import Any
 
+from app.listener import TurnListener
+
 logger = logging.getLogger(__name__)
 
 BEAT_S = 0.05
@@ -38,8 +40,6 @@ STALE_S = 0.25
 """A worker whose heartbeat is older than this is passed over."""
 RECHECK_S = 0.02
 """How soon a worker whose turn it was not looks at a waiting connection again."""
-RETRY_S = 1.0
-"""How long a worker waits after a failed accept (out of file descriptors, say)."""
 
 
 def whose_turn(counts: Sequence[int], beats: Sequence[float], limit: int, now: float) -> int | None:
@@ -78,10 +78,9 @@ class WorkerSlot:
     loads: WorkerLoads
 
 
-class GatedListener:
-    """Accepts the shared listening socket's connections for one worker when it is this
-    worker's turn (see the module docstring) and hands each to the event loop with
-    uvicorn's protocol; `close` and `wait_closed` as uvicorn's shutdown calls them."""
+class GatedListener(TurnListener):
+    """A `TurnListener` that accepts only when it is this worker's turn (see the module
+    docstring), publishing its open connections as it goes."""
 
     def __init__(
         self,
@@ -91,18 +90,9 @@ class GatedListener:
         slot: WorkerSlot,
         backlog: int = 2048,
     ) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._sock = sock
-        self._factory = protocol_factory
         self._connections = connections
         self._slot = slot
-        self._opening = 0  # accepted, not yet in `connections`
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._recheck: asyncio.TimerHandle | None = None
-        self._closed = False
-        sock.setblocking(False)
-        sock.listen(backlog)  # bound, not yet listening (as asyncio's create_server does)
-        self._loop.add_reader(sock.fileno(), self._readable)
+        super().__init__(sock, protocol_factory, backlog)
         self._beat()
         logger.info(
             "HTTP worker %d takes connections in turn (up to %d before the next worker)",
@@ -128,57 +118,15 @@ class GatedListener:
     def _readable(self) -> None:
         self._publish()
         if not self._mine():  # another worker's: look again soon, not at every wake-up
-            self._loop.remove_reader(self._sock.fileno())
-            self._recheck = self._loop.call_later(RECHECK_S, self._look_again)
+            self._pause(RECHECK_S)
             return
         while self._accept_one():
             self._publish()
             if not self._mine():
                 break
 
-    def _look_again(self) -> None:
-        self._recheck = None
-        if not self._closed:
-            self._loop.add_reader(self._sock.fileno(), self._readable)
-
-    def _accept_one(self) -> bool:
-        """Take one waiting connection; False when there is none (another worker took it)."""
-        try:
-            conn, _ = self._sock.accept()
-        except (BlockingIOError, InterruptedError):
-            return False
-        except OSError as exc:  # out of file descriptors and the like: try again later
-            logger.warning("accept failed, trying again in %.0f s: %s", RETRY_S, exc)
-            self._loop.remove_reader(self._sock.fileno())  # not at every wake-up meanwhile
-            self._recheck = self._loop.call_later(RETRY_S, self._look_again)
-            return False
-        conn.setblocking(False)
-        if conn.family in (socket.AF_INET, socket.AF_INET6):
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._opening += 1
-        task = self._loop.create_task(self._open(conn))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return True
-
-    async def _open(self, conn: socket.socket) -> None:
-        try:
-            await self._loop.connect_accepted_socket(self._factory, conn)
-        except OSError as exc:  # the client went away meanwhile
-            logger.debug("connection not opened: %s", exc)
-            conn.close()
-        finally:
-            self._opening -= 1
-
     def close(self) -> None:
         """Stop accepting; the other workers pass this one over from now on."""
-        if self._closed:
-            return
-        self._closed = True
-        self._slot.loads.publish(self._slot.index, 0, 0.0)  # a beat of 0 is long stale
-        if self._recheck is not None:
-            self._recheck.cancel()
-        self._loop.remove_reader(self._sock.fileno())
-
-    async def wait_closed(self) -> None:
-        return None
+        if not self._closed:
+            self._slot.loads.publish(self._slot.index, 0, 0.0)  # a beat of 0 is long stale
+        super().close()

@@ -16,6 +16,7 @@ from uvicorn.config import STARTUP_FAILURE
 
 from app.accept_gate import GatedListener, WorkerSlot
 from app.lifecycle import Lifecycle
+from app.listener import TurnListener
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -37,10 +38,12 @@ class GatewayServer(uvicorn.Server):
         drain_timeout: float,
         on_started: Callable[[], object] | None = None,
         slot: WorkerSlot | None = None,
+        take_turns: bool = False,
     ) -> None:
         super().__init__(config)
         self.on_started = on_started
         self.slot = slot
+        self.take_turns = take_turns
         self.app_state = app_state
         self.lifecycle: Lifecycle = app_state.lifecycle
         self.drain_timeout = drain_timeout
@@ -51,19 +54,20 @@ class GatewayServer(uvicorn.Server):
 
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         self._loop = asyncio.get_running_loop()
-        if sockets and self.slot is not None:  # a slot only with `--connections-per-worker`
+        if sockets and (self.slot is not None or self.take_turns):  # HTTP workers
             await super().startup(sockets=[])  # the lifespan; the listeners are ours
             if self.started:
-                self.servers.extend(self._gated(sock) for sock in sockets)  # type: ignore[misc]
+                self.servers.extend(self._listener(sock) for sock in sockets)  # type: ignore[misc]
         else:
             await super().startup(sockets=sockets)  # type: ignore[arg-type]
         if self.started and self.on_started is not None:
             self.on_started()
 
-    def _gated(self, sock: object) -> GatedListener:
-        """A listener that fills the workers in order (`app.accept_gate`), with the
-        protocol uvicorn's own listener would give each connection."""
-        assert self.slot is not None and isinstance(sock, socket.socket)
+    def _listener(self, sock: object) -> TurnListener:
+        """A listener that fills the workers in order (`app.accept_gate`) or takes one
+        connection per turn (`app.listener`), with the protocol uvicorn's own listener
+        would give each connection."""
+        assert isinstance(sock, socket.socket)
         config = self.config
 
         def protocol() -> asyncio.Protocol:
@@ -71,6 +75,8 @@ class GatewayServer(uvicorn.Server):
                 config=config, server_state=self.server_state, app_state=self.lifespan.state
             )
 
+        if self.slot is None:
+            return TurnListener(sock, protocol, config.backlog)
         connections = self.server_state.connections
         return GatedListener(sock, protocol, connections, self.slot, config.backlog)
 
@@ -135,10 +141,11 @@ def serve_app(
     sock: socket.socket | None = None,
     on_started: Callable[[], object] | None = None,
     slot: WorkerSlot | None = None,
+    take_turns: bool = False,
 ) -> int:
     """Serve `app` until SIGTERM/SIGINT (on `sock` when given; `on_started` called once
-    it serves; an HTTP worker's `slot` fills the workers in order); the process exit
-    status."""
+    it serves; an HTTP worker's `slot` fills the workers in order, `take_turns` has it
+    take one connection per turn of its loop); the process exit status."""
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -153,7 +160,7 @@ def serve_app(
         # connection first races the client's next request on it.
         timeout_keep_alive=75,
     )
-    server = GatewayServer(config, app.state, settings.drain_timeout, on_started, slot)
+    server = GatewayServer(config, app.state, settings.drain_timeout, on_started, slot, take_turns)
     app.state.request_exit = server.request_exit
     try:
         server.run(sockets=[sock] if sock is not None else None)

@@ -119,7 +119,13 @@ class Settings(BaseSettings):
         ge=0,
         description="With several HTTP workers: the open connections each worker fills up to "
         "before the next takes new ones (fewer engine clients busy at moderate "
-        "concurrency); 0 = the kernel spreads connections over the workers.",
+        "concurrency); 0 = off (see `--spread-connections`).",
+    )
+    spread_connections: bool = Field(
+        default=True,
+        description="With several HTTP workers: each accepts one new connection per turn of "
+        "its event loop, so a burst of connections spreads over the workers (off: the first "
+        "worker awake accepts every connection waiting, as vllm serve's workers do).",
     )
     warmup: bool = Field(
         default=True,

@@ -196,7 +196,14 @@ def serve_worker(
         index = int((client_config or {}).get("client_index", 0))
         slot = WorkerSlot(index, spec.settings.connections_per_worker, spec.loads)
     try:
-        status = serve_app(app, spec.settings, sock, on_started=spec.serving.set, slot=slot)
+        status = serve_app(
+            app,
+            spec.settings,
+            sock,
+            on_started=spec.serving.set,
+            slot=slot,
+            take_turns=spec.settings.spread_connections,
+        )
     except KeyboardInterrupt:  # SIGINT to the whole process group (Ctrl-C): already stopped
         status = 0
     finally:

@@ -10,6 +10,7 @@ import asyncio
 import json
 import signal
 import subprocess
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,6 +135,47 @@ def test_requests_spread_over_workers_and_metrics_sum(workers) -> None:  # type:
     # 4 tokens a request, so 3 inter-token latencies each, whichever worker wrote them
     assert metric(live, ITL + "_count") == latencies + 24 * 3
     assert metric(live, ITL + "_sum") > 0
+
+
+def test_a_burst_of_connections_lands_on_both_workers(workers) -> None:  # type: ignore[no-untyped-def]
+    """Clients such as `vllm bench serve` open their connections at once; each worker
+    takes one per turn of its loop (app.listener), so not one worker all of them."""
+    proc, live, _ = workers
+    assert live.log.read_text(errors="replace").count("one per turn of its event loop") == 2
+    owners = connection_owners(proc, live, 16)
+    assert sorted(owners) == [0, 1] and min(owners.values()) >= 2, owners
+
+
+def connection_owners(proc: subprocess.Popen[bytes], live: LiveGateway, count: int) -> Counter[int]:
+    """Open `count` connections at once, each with a request answered and kept open: how
+    many each worker (by index) holds."""
+    workers = {i: named(descendants(proc), f"APIServer_{i}")[0] for i in range(2)}
+    host, port = live.base_url.rsplit("//", 1)[1].rsplit(":", 1)
+
+    async def burst() -> list[asyncio.StreamWriter]:
+        async def one() -> asyncio.StreamWriter:
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(b"GET /health HTTP/1.1\r\nHost: gateway\r\n\r\n")
+            assert (await reader.read(4096)).startswith(b"HTTP/1.1 200")
+            return writer
+
+        return await asyncio.gather(*(one() for _ in range(count)))
+
+    async def held() -> Counter[int]:
+        writers = await burst()
+        try:
+            ports = {w.get_extra_info("sockname")[1] for w in writers}
+            return Counter(
+                index
+                for index, worker in workers.items()
+                for conn in worker.net_connections(kind="tcp")
+                if conn.raddr and conn.raddr.port in ports
+            )
+        finally:
+            for writer in writers:
+                writer.close()
+
+    return asyncio.run(held())
 
 
 def test_every_dashboard_series_is_exported_with_workers(workers) -> None:  # type: ignore[no-untyped-def]
