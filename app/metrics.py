@@ -21,10 +21,9 @@ class GatewayMetrics:
 
     def count_turn_tokens(self, remembered: int, encoded: int) -> None:
         """A long prompt's tokens, by where their ids came from (`app.encode`)."""
-        if remembered:
-            self.turn_tokens.labels("remembered").inc(remembered)
-        if encoded:
-            self.turn_tokens.labels("encoded").inc(encoded)
+        for source, count in zip(TURN_SOURCES, (remembered, encoded), strict=True):
+            if count:
+                self.turn_tokens.labels(source).inc(count)
 
 
 NORMALIZATION_KINDS = (
