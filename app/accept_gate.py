@@ -94,10 +94,12 @@ class GatedListener(TurnListener):
         self._slot = slot
         super().__init__(sock, protocol_factory, backlog)
         self._beat()
+
+    def _announce(self) -> None:
         logger.info(
             "HTTP worker %d takes connections in turn (up to %d before the next worker)",
-            slot.index,
-            slot.limit,
+            self._slot.index,
+            self._slot.limit,
         )
 
     def _open_now(self) -> int:

@@ -44,8 +44,10 @@ class TurnListener:
         sock.setblocking(False)
         sock.listen(backlog)  # bound, not yet listening (as asyncio's create_server does)
         self._loop.add_reader(sock.fileno(), self._readable)
-        if type(self) is TurnListener:
-            logger.info("HTTP worker takes new connections one per turn of its event loop")
+        self._announce()
+
+    def _announce(self) -> None:
+        logger.info("HTTP worker takes new connections one per turn of its event loop")
 
     def _readable(self) -> None:
         self._accept_one()

@@ -117,6 +117,21 @@ def named(procs: list[psutil.Process], needle: str) -> list[psutil.Process]:
     return found
 
 
+def http_workers(proc: Any, count: int) -> dict[int, psutil.Process]:
+    """The gateway's HTTP worker processes (`APIServer_N`), by index."""
+    family = descendants(proc)
+    return {i: named(family, f"APIServer_{i}")[0] for i in range(count)}
+
+
+def connection_owner(workers: dict[int, psutil.Process], client_port: int) -> int | None:
+    """The index of the worker holding the server side of the client's connection."""
+    for index, worker in workers.items():
+        for conn in worker.net_connections(kind="tcp"):
+            if conn.raddr and conn.raddr.port == client_port:
+                return index
+    return None
+
+
 def engine_cores(pid: int) -> list[psutil.Process]:
     """vLLM's engine-core processes among `pid`'s descendants."""
     found = []

@@ -20,7 +20,9 @@ from tests.integration.conftest import LiveGateway, server_env, start_gateway, s
 from tests.integration.live_helpers import (
     HI,
     StreamReader,
+    connection_owner,
     descendants,
+    http_workers,
     metric,
     named,
     wait_for,
@@ -45,22 +47,13 @@ def doomed(
         stop(proc)  # normally test_engine_death_stops_every_worker_with_status_3 ended it
 
 
-def _owner(workers: dict[int, psutil.Process], client_port: int) -> int | None:
-    """The index of the worker holding the server side of the client's connection."""
-    for index, worker in workers.items():
-        for conn in worker.net_connections(kind="tcp"):
-            if conn.raddr and conn.raddr.port == client_port:
-                return index
-    return None
-
-
 def test_connections_fill_the_first_worker_first(doomed) -> None:  # type: ignore[no-untyped-def]
     """`--connections-per-worker 2`: worker 0 takes the first two connections that stay
     open, worker 1 the next two (the kernel alone spreads them over both)."""
     proc, live = doomed
     # /health answers once one worker serves; the gate passes over a worker still starting
     wait_for(lambda: live.log.read_text().count("takes connections in turn") == 2, 120)
-    workers = {i: named(descendants(proc), f"APIServer_{i}")[0] for i in range(2)}
+    workers = http_workers(proc, 2)
     port = int(live.base_url.rsplit(":", 1)[1])
     held: list[socket.socket] = []
     owners = []
@@ -70,7 +63,7 @@ def test_connections_fill_the_first_worker_first(doomed) -> None:  # type: ignor
             held.append(conn)
             conn.sendall(b"GET /health HTTP/1.1\r\nHost: gateway\r\n\r\n")
             assert conn.recv(4096).startswith(b"HTTP/1.1 200")  # kept open: keep-alive
-            owners.append(_owner(workers, conn.getsockname()[1]))
+            owners.append(connection_owner(workers, conn.getsockname()[1]))
     finally:
         for conn in held:
             conn.close()
