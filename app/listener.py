@@ -7,7 +7,11 @@ burst. `vllm bench serve` opens its connections at once, and on the 2-core box 6
 landed 46/14/3/1 on four workers; on the H200 at concurrency 256 one worker of four
 used 29.6 CPU-seconds in a run where the others used 6.7-11.8 (session 31). This one
 accepts one connection and goes back to its loop, so the workers take turns; a worker
-busy with its streams comes back later and takes fewer.
+busy with its streams comes back later and takes fewer. Who runs first is still the
+scheduler's choice (on the 2-core box one worker once took 15 of 16), so with
+`--spread-connections` each worker listens on a socket of its own (app.reuse_port) and
+this serves only where that can't be; `--connections-per-worker` (app.accept_gate)
+builds on it.
 """
 
 from __future__ import annotations

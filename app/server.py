@@ -17,6 +17,7 @@ from uvicorn.config import STARTUP_FAILURE
 from app.accept_gate import GatedListener, WorkerSlot
 from app.lifecycle import Lifecycle
 from app.listener import TurnListener
+from app.reuse_port import own_sockets
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -38,12 +39,12 @@ class GatewayServer(uvicorn.Server):
         drain_timeout: float,
         on_started: Callable[[], object] | None = None,
         slot: WorkerSlot | None = None,
-        take_turns: bool = False,
+        spread: bool = False,
     ) -> None:
         super().__init__(config)
         self.on_started = on_started
         self.slot = slot
-        self.take_turns = take_turns
+        self.spread = spread
         self.app_state = app_state
         self.lifecycle: Lifecycle = app_state.lifecycle
         self.drain_timeout = drain_timeout
@@ -54,10 +55,16 @@ class GatewayServer(uvicorn.Server):
 
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         self._loop = asyncio.get_running_loop()
-        if sockets and (self.slot is not None or self.take_turns):  # HTTP workers
+        ours = bool(sockets) and (self.slot is not None or self.spread)  # HTTP workers
+        if sockets and self.spread and self.slot is None:
+            own = own_sockets(sockets)  # type: ignore[arg-type]
+            if own is not None:  # the event loop's own listener on each worker's socket
+                sockets, ours = list(own), False
+                logger.info("HTTP worker listens on a socket of its own (SO_REUSEPORT)")
+        if ours:
             await super().startup(sockets=[])  # the lifespan; the listeners are ours
             if self.started:
-                self.servers.extend(self._listener(sock) for sock in sockets)  # type: ignore[misc]
+                self.servers.extend(self._listener(sock) for sock in sockets or [])  # type: ignore[misc]
         else:
             await super().startup(sockets=sockets)  # type: ignore[arg-type]
         if self.started and self.on_started is not None:
@@ -141,11 +148,12 @@ def serve_app(
     sock: socket.socket | None = None,
     on_started: Callable[[], object] | None = None,
     slot: WorkerSlot | None = None,
-    take_turns: bool = False,
+    spread: bool = False,
 ) -> int:
     """Serve `app` until SIGTERM/SIGINT (on `sock` when given; `on_started` called once
-    it serves; an HTTP worker's `slot` fills the workers in order, `take_turns` has it
-    take one connection per turn of its loop); the process exit status."""
+    it serves; an HTTP worker's `slot` fills the workers in order, `spread` gives it a
+    listening socket of its own, or has it take one connection per turn of its loop); the
+    process exit status."""
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -160,7 +168,7 @@ def serve_app(
         # connection first races the client's next request on it.
         timeout_keep_alive=75,
     )
-    server = GatewayServer(config, app.state, settings.drain_timeout, on_started, slot, take_turns)
+    server = GatewayServer(config, app.state, settings.drain_timeout, on_started, slot, spread)
     app.state.request_exit = server.request_exit
     try:
         server.run(sockets=[sock] if sock is not None else None)

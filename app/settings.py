@@ -123,9 +123,10 @@ class Settings(BaseSettings):
     )
     spread_connections: bool = Field(
         default=True,
-        description="With several HTTP workers: each accepts one new connection per turn of "
-        "its event loop, so a burst of connections spreads over the workers (off: the first "
-        "worker awake accepts every connection waiting, as vllm serve's workers do).",
+        description="With several HTTP workers: each listens on a socket of its own "
+        "(SO_REUSEPORT) and the kernel deals new connections out among them, so a burst "
+        "spreads over the workers (off: one shared socket, and the first worker awake "
+        "accepts every connection waiting, as vllm serve's workers do).",
     )
     warmup: bool = Field(
         default=True,

@@ -202,7 +202,7 @@ def serve_worker(
             sock,
             on_started=spec.serving.set,
             slot=slot,
-            take_turns=spec.settings.spread_connections,
+            spread=spec.settings.spread_connections,
         )
     except KeyboardInterrupt:  # SIGINT to the whole process group (Ctrl-C): already stopped
         status = 0

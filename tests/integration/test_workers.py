@@ -141,11 +141,16 @@ def test_requests_spread_over_workers_and_metrics_sum(workers) -> None:  # type:
 
 def test_a_burst_of_connections_lands_on_both_workers(workers) -> None:  # type: ignore[no-untyped-def]
     """Clients such as `vllm bench serve` open their connections at once; each worker
-    takes one per turn of its loop (app.listener), so not one worker all of them."""
+    listens on a socket of its own (app.reuse_port) and the kernel deals the connections
+    out, so not the first worker awake all of them (on this 2-core box, with one shared
+    socket, one worker took 15 of 16 while the scheduler kept the other waiting)."""
     proc, live, _ = workers
-    assert live.log.read_text(errors="replace").count("one per turn of its event loop") == 2
-    owners = connection_owners(proc, live, 16)
-    assert set(owners) == {0, 1} and min(owners.values()) >= 2, owners
+    log = live.log.read_text(errors="replace")
+    assert log.count("listens on a socket of its own (SO_REUSEPORT)") == 2
+    assert "one per turn of its event loop" not in log
+    owners = connection_owners(proc, live, 24)
+    # a fair hash gives each 12 +- 2.4; fewer than 3 has p < 1e-4
+    assert set(owners) == {0, 1} and min(owners.values()) >= 3, owners
 
 
 def connection_owners(
