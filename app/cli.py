@@ -136,6 +136,12 @@ def serve(argv: Sequence[str]) -> int:
     args = parser.parse_args([*engine_env_argv(parser, env), *argv])
     settings = settings_from_args(args, parser)
     configure_logging(settings.log_level, settings.log_format)
+    from app.port_check import address_taken
+
+    taken = address_taken(settings.host, settings.port)
+    if taken is not None:  # now, not after the engine has loaded
+        logger.error("cannot serve: %s", taken)
+        return 1
     from app.model_source import ModelUnavailableError, resolve_model_source
 
     try:
