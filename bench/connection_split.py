@@ -19,18 +19,19 @@ from collections import Counter
 
 import psutil
 
+from bench.procfs import worker_title
+
 
 def http_workers(pid: int) -> dict[int, psutil.Process]:
     """The gateway's HTTP worker processes by index (their title says `APIServer_N`)."""
     found: dict[int, psutil.Process] = {}
     for proc in psutil.Process(pid).children(recursive=True):
         try:
-            title = " ".join(proc.cmdline())
+            title = worker_title(proc.cmdline())
         except psutil.Error:
             continue
-        for word in title.replace("::", " ").split():
-            if word.startswith("APIServer_") and word[10:].isdigit():
-                found[int(word[10:])] = proc
+        if title.startswith("APIServer_"):
+            found[int(title.removeprefix("APIServer_"))] = proc
     return found
 
 

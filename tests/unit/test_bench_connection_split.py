@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 import psutil
 import pytest
@@ -30,5 +32,14 @@ async def test_a_burst_counts_the_connections_each_worker_holds() -> None:
         server.close()
 
 
-def test_no_workers_under_a_process_without_children() -> None:
+def test_workers_are_found_by_their_title_among_the_descendants() -> None:
     assert http_workers(psutil.Process().pid) == {}
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", "VLLM::APIServer_3"]
+    )
+    try:
+        found = http_workers(psutil.Process().pid)
+        assert list(found) == [3] and found[3].pid == child.pid
+    finally:
+        child.kill()
+        child.wait()
