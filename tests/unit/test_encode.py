@@ -74,7 +74,9 @@ def test_encode_sync_matches_encode_and_uses_pieces(
     assert encode_sync(wrapped, text, add_special_tokens=True) == tokenizer.encode(text)  # type: ignore[arg-type]
     short = text[: 2 * PIECE_CHARS - 10]
     assert encode_sync(wrapped, short) == tokenizer.encode(short, add_special_tokens=False)  # type: ignore[arg-type]
-    assert len(wrapped.backend_tokenizer.batches) == 1  # neither of those two was cut
+    # the short one went to the backend whole (one text); the one with special tokens, to
+    # the HF tokenizer
+    assert wrapped.backend_tokenizer.batches[1:] == [1]
     assert encode_sync(_Slow(), text) == [len(text)]  # type: ignore[arg-type]
 
 
@@ -129,7 +131,7 @@ def test_no_more_pieces_than_cpus(tokenizer: Any, monkeypatch: pytest.MonkeyPatc
     assert encode_sync(recording, text) == tokenizer.encode(text, add_special_tokens=False)  # type: ignore[arg-type]
     monkeypatch.setattr(encode_module, "usable_cpus", lambda: 3)
     assert encode_sync(recording, text) == tokenizer.encode(text, add_special_tokens=False)  # type: ignore[arg-type]
-    assert [pieces for pieces, _ in recording.calls] == [3]
+    assert [pieces for pieces, _ in recording.calls] == [1, 3]  # one CPU: whole
 
 
 class _Gated(_Recording):
@@ -255,3 +257,20 @@ async def test_with_one_cpu_every_text_of_a_wave_is_encoded(
     got = await asyncio.wait_for(wave, timeout=10)
     assert got == [tokenizer.encode(t, add_special_tokens=False) for t in texts]
     assert [(n, thread) for n, thread in recording.calls] == [(1, "MainThread")] * 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+        "  leading spaces, trailing tabs\t\t",
+        "über naïve 你好 🙂 \u200b zero-width",
+        '<tool_call>{"name": "f"}</tool_call> and <|endoftext|> in the middle',
+        "",
+    ],
+)
+def test_a_short_text_straight_to_the_backend_has_the_tokenizers_ids(
+    tokenizer: Any, text: str
+) -> None:
+    assert len(text) < 2 * PIECE_CHARS
+    assert encode_sync(tokenizer, text) == tokenizer.encode(text, add_special_tokens=False)
