@@ -117,12 +117,6 @@ def named(procs: list[psutil.Process], needle: str) -> list[psutil.Process]:
     return found
 
 
-def http_workers(proc: Any, count: int) -> dict[int, psutil.Process]:
-    """The gateway's HTTP worker processes (`APIServer_N`), by index."""
-    family = descendants(proc)
-    return {i: named(family, f"APIServer_{i}")[0] for i in range(count)}
-
-
 def connection_owner(workers: dict[int, psutil.Process], client_port: int) -> int | None:
     """The index of the worker holding the server side of the client's connection."""
     for index, worker in workers.items():

@@ -10,7 +10,6 @@ import asyncio
 import json
 import signal
 import subprocess
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 from openai import AsyncOpenAI
 from prometheus_client.mmap_dict import MmapedDict
 
+from bench.connection_split import burst, http_workers
 from tests.deploy_files import dashboard_metric_names
 from tests.integration.conftest import (
     LiveGateway,
@@ -33,10 +33,8 @@ from tests.integration.live_helpers import (
     HI,
     OUTLASTING_TOKENS,
     StreamReader,
-    connection_owner,
     descendants,
     engine_cores,
-    http_workers,
     metric,
     named,
     wait_for,
@@ -148,38 +146,12 @@ def test_a_burst_of_connections_lands_on_both_workers(workers) -> None:  # type:
     log = live.log.read_text(errors="replace")
     assert log.count("listens on a socket of its own (SO_REUSEPORT)") == 2
     assert "one per turn of its event loop" not in log
-    owners = connection_owners(proc, live, 24)
-    # a fair hash gives each 12 +- 2.4; fewer than 3 has p < 1e-4
-    assert set(owners) == {0, 1} and min(owners.values()) >= 3, owners
-
-
-def connection_owners(
-    proc: subprocess.Popen[bytes], live: LiveGateway, count: int
-) -> Counter[int | None]:
-    """Open `count` connections at once, each with a request answered and kept open: how
-    many each worker (by index) holds."""
-    workers = http_workers(proc, 2)
-    host, port = live.base_url.rsplit("//", 1)[1].rsplit(":", 1)
-
-    async def burst() -> list[asyncio.StreamWriter]:
-        async def one() -> asyncio.StreamWriter:
-            reader, writer = await asyncio.open_connection(host, int(port))
-            writer.write(b"GET /health HTTP/1.1\r\nHost: gateway\r\n\r\n")
-            assert (await reader.read(4096)).startswith(b"HTTP/1.1 200")
-            return writer
-
-        return await asyncio.gather(*(one() for _ in range(count)))
-
-    async def held() -> Counter[int | None]:
-        writers = await burst()
-        try:
-            ports = [w.get_extra_info("sockname")[1] for w in writers]
-            return Counter(connection_owner(workers, p) for p in ports)
-        finally:
-            for writer in writers:
-                writer.close()
-
-    return asyncio.run(held())
+    by_index = http_workers(proc.pid)
+    assert set(by_index) == {0, 1}
+    counts = asyncio.run(burst(int(live.base_url.rsplit(":", 1)[1]), 24, by_index))
+    # every connection held by a worker; a fair hash gives each 12 +- 2.4, fewer than 3
+    # has p < 1e-4
+    assert sum(counts) == 24 and min(counts) >= 3, counts
 
 
 def test_every_dashboard_series_is_exported_with_workers(workers) -> None:  # type: ignore[no-untyped-def]

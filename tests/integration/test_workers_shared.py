@@ -16,13 +16,13 @@ import httpx
 import psutil
 import pytest
 
+from bench.connection_split import http_workers
 from tests.integration.conftest import LiveGateway, server_env, start_gateway, stop
 from tests.integration.live_helpers import (
     HI,
     StreamReader,
     connection_owner,
     descendants,
-    http_workers,
     metric,
     named,
     wait_for,
@@ -53,7 +53,8 @@ def test_connections_fill_the_first_worker_first(doomed) -> None:  # type: ignor
     proc, live = doomed
     # /health answers once one worker serves; the gate passes over a worker still starting
     wait_for(lambda: live.log.read_text().count("takes connections in turn") == 2, 120)
-    workers = http_workers(proc, 2)
+    workers = http_workers(proc.pid)
+    assert set(workers) == {0, 1}
     port = int(live.base_url.rsplit(":", 1)[1])
     held: list[socket.socket] = []
     owners = []
