@@ -5,8 +5,8 @@
 #
 #   bash bench/gpu_run.sh                 # on the lent GPU, from the checkout's root
 #
-# Before it: PART_MAX_MIB=32 bash ../shared/gpu/stage.sh here (the checkout's own ~28 MiB
-# count against a call's 64 MiB too), then one device call per part but the last
+# Before it: python -m bench.gpu_stage here (../shared/gpu/stage.sh in parts that fit a
+# call beside the checkout, whose own ~31 MiB count against a call's 64 MiB too), then one device call per part but the last
 # (carry [".gpu/partN"], `mkdir -p /root/stage && cp -r .gpu/partN/. /root/stage/`);
 # this script copies the part it is carried with (any .gpu/part*) itself. Wheels the
 # image lacks travel in .whl/ (`pip download orjson==<lock's> --no-deps --only-binary
