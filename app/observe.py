@@ -20,6 +20,14 @@ from app.request_id import HEADER, current_request_id, pick_request_id
 
 RESPONSE_STARTED = "response_started"  # scope["state"] flag for inner middleware
 
+WIRE_SEND = "wire_send"
+"""scope["state"] key: the `send` this middleware was given, for an SSE stream's frames
+after its first (`app.routes.respond`). By then the wrappers inside have nothing left to
+do for a frame: this one has taken the status and marked the first byte, Starlette's
+exception senders have seen the response start, CORS its headers. Skipping them saves
+three coroutine hops per token. A middleware that must see every body frame would have
+to come outside this one."""
+
 
 class ObserveMiddleware:
     def __init__(
@@ -52,6 +60,7 @@ class ObserveMiddleware:
         request_id = pick_request_id(scope.get("headers", []))
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
+        state[WIRE_SEND] = send
         id_header = (HEADER, request_id.encode())
         status = 500
 

@@ -22,6 +22,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from app.chat.wire import DONE_FRAME
+from app.observe import WIRE_SEND
 
 logger = logging.getLogger(__name__)
 
@@ -77,8 +78,10 @@ class _PrimedStream(StreamingResponse):
         super().__init__(_after(first, frames), media_type="text/event-stream", headers=SSE_HEADERS)
         self.first = first
         self.frames = frames
+        self.wire_send: Send | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.wire_send = scope.get("state", {}).get(WIRE_SEND)
         try:
             await super().__call__(scope, receive, send)
         finally:
@@ -86,16 +89,20 @@ class _PrimedStream(StreamingResponse):
 
     async def stream_response(self, send: Send) -> None:
         """Starlette's, but the frame that ends the stream (`[DONE]`, always the last) ends
-        the body too, so the server writes it and the chunked encoding's end at once."""
+        the body too, so the server writes it and the chunked encoding's end at once; and
+        the frames after the first go to the `send` the observing middleware was given
+        (`app.observe.WIRE_SEND`), past the wrappers inside it."""
         start = {"type": "http.response.start", "status": self.status_code}
         await send({**start, "headers": self.raw_headers})
         ended = False
+        out = send
         async for chunk in self.body_iterator:
             body = chunk.encode(self.charset) if isinstance(chunk, str) else bytes(chunk)
             ended = body.endswith(DONE_FRAME)
-            await send({"type": "http.response.body", "body": body, "more_body": not ended})
+            await out({"type": "http.response.body", "body": body, "more_body": not ended})
+            out = self.wire_send or send
         if not ended:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await out({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 async def _after(

@@ -11,6 +11,7 @@ import pytest
 from starlette.requests import ClientDisconnect
 
 from app.chat.wire import DONE_FRAME
+from app.observe import WIRE_SEND
 from app.routes.respond import streamed
 
 
@@ -159,3 +160,33 @@ async def test_the_done_frame_ends_the_body_in_the_same_message() -> None:
 async def test_a_stream_without_done_still_ends_with_an_empty_message() -> None:
     sent = await _sent([b"data: 1\n\n"])
     assert [(m["body"], m["more_body"]) for m in sent] == [(b"data: 1\n\n", True), (b"", False)]
+
+
+async def test_frames_after_the_first_go_past_the_inner_wrappers() -> None:
+    """With the observing middleware's own `send` in the scope (`WIRE_SEND`), the headers
+    and the first frame go through the wrapped `send` (status, first byte, response
+    started), every later frame straight to the outer one."""
+    source = Source([b"data: 1\n\n", b"data: 2\n\n", DONE_FRAME])
+    source.release.set()
+    response = await streamed(source.stream())
+    wrapped: list[dict[str, Any]] = []
+    outer: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:  # pragma: no cover - 2.4 does not listen
+        await asyncio.Event().wait()
+        return {}
+
+    async def send(message: dict[str, Any]) -> None:
+        wrapped.append(message)
+
+    async def wire(message: dict[str, Any]) -> None:
+        outer.append(message)
+
+    scope = {"type": "http", "asgi": {"spec_version": "2.4"}, "state": {WIRE_SEND: wire}}
+    await asyncio.wait_for(response(scope, receive, send), 5)
+    assert [m["type"] for m in wrapped] == ["http.response.start", "http.response.body"]
+    assert wrapped[1]["body"] == b"data: 1\n\n"
+    assert [(m["body"], m["more_body"]) for m in outer] == [
+        (b"data: 2\n\n", True),
+        (DONE_FRAME, False),
+    ]
