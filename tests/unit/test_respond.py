@@ -125,8 +125,9 @@ async def test_a_failing_first_frame_raises_to_the_consumer() -> None:
         await frames.__anext__()
 
 
-async def _sent(frames: list[bytes]) -> list[dict[str, Any]]:
-    """The ASGI messages a primed stream of `frames` sends (ASGI 2.4: no listener)."""
+async def _sent(frames: list[bytes], state: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The ASGI messages a primed stream of `frames` sends through `send` (ASGI 2.4: no
+    listener), the headers' first; `state` is the scope's."""
     source = Source(frames)
     source.release.set()
     response = await streamed(source.stream())
@@ -139,7 +140,7 @@ async def _sent(frames: list[bytes]) -> list[dict[str, Any]]:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "asgi": {"spec_version": "2.4"}}
+    scope = {"type": "http", "asgi": {"spec_version": "2.4"}, "state": state or {}}
     await asyncio.wait_for(response(scope, receive, send), 5)
     assert sent[0]["type"] == "http.response.start"
     return sent[1:]
@@ -166,26 +167,14 @@ async def test_frames_after_the_first_go_past_the_inner_wrappers() -> None:
     """With the observing middleware's own `send` in the scope (`WIRE_SEND`), the headers
     and the first frame go through the wrapped `send` (status, first byte, response
     started), every later frame straight to the outer one."""
-    source = Source([b"data: 1\n\n", b"data: 2\n\n", DONE_FRAME])
-    source.release.set()
-    response = await streamed(source.stream())
-    wrapped: list[dict[str, Any]] = []
     outer: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:  # pragma: no cover - 2.4 does not listen
-        await asyncio.Event().wait()
-        return {}
-
-    async def send(message: dict[str, Any]) -> None:
-        wrapped.append(message)
 
     async def wire(message: dict[str, Any]) -> None:
         outer.append(message)
 
-    scope = {"type": "http", "asgi": {"spec_version": "2.4"}, "state": {WIRE_SEND: wire}}
-    await asyncio.wait_for(response(scope, receive, send), 5)
-    assert [m["type"] for m in wrapped] == ["http.response.start", "http.response.body"]
-    assert wrapped[1]["body"] == b"data: 1\n\n"
+    frames = [b"data: 1\n\n", b"data: 2\n\n", DONE_FRAME]
+    wrapped = await _sent(frames, {WIRE_SEND: wire})
+    assert [(m["body"], m["more_body"]) for m in wrapped] == [(b"data: 1\n\n", True)]
     assert [(m["body"], m["more_body"]) for m in outer] == [
         (b"data: 2\n\n", True),
         (DONE_FRAME, False),
