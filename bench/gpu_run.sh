@@ -6,13 +6,14 @@
 #   bash bench/gpu_run.sh                 # on the lent GPU, from the checkout's root
 #
 # Before it: python -m bench.gpu_stage here (../shared/gpu/stage.sh in parts that fit a
-# call beside the checkout, whose own ~31 MiB count against a call's 64 MiB too), then one device call per part but the last
-# (carry [".gpu/partN"], `mkdir -p /root/stage && cp -r .gpu/partN/. /root/stage/`);
+# call beside the checkout, whose own ~31 MiB count against a call's 64 MiB too), then one
+# device call per part but the last (carry [".gpu/partN"],
+# `mkdir -p /root/stage && cp -r .gpu/partN/. /root/stage/`);
 # this script copies the part it is carried with (any .gpu/part*) itself. Wheels the
 # image lacks travel in .whl/ (`pip download orjson==<lock's> --no-deps --only-binary
 # :all: --platform manylinux2014_x86_64 --python-version 3.12 -d .whl`; py-spy the same
-# way for `bench.profile`, whose binary lands in /tmp/site/bin); the last part (18.7 MiB)
-# leaves room for both.
+# way for `bench.profile`, whose binary lands in /tmp/site/bin); the last part, the
+# smallest, leaves room for both.
 #
 # Knobs (environment): BENCH_BUDGET_S (seconds the whole script may take, default 560),
 # BENCH_ARGS (extra bench.run flags), SESSION_ESTIMATE_S (the least time left at which
