@@ -55,16 +55,16 @@ class GatewayServer(uvicorn.Server):
 
     async def startup(self, sockets: list[object] | None = None) -> None:  # type: ignore[override]
         self._loop = asyncio.get_running_loop()
-        ours = bool(sockets) and (self.slot is not None or self.spread)  # HTTP workers
+        own = None  # an HTTP worker spreading connections: a socket of its own, if it can
         if sockets and self.spread and self.slot is None:
             own = own_sockets(sockets)  # type: ignore[arg-type]
-            if own is not None:  # the event loop's own listener on each worker's socket
-                sockets, ours = list(own), False
-                logger.info("HTTP worker listens on a socket of its own (SO_REUSEPORT)")
-        if ours:
+        if own is not None:  # the event loop's own listener on each worker's socket
+            logger.info("HTTP worker listens on a socket of its own (SO_REUSEPORT)")
+            await super().startup(sockets=list(own))
+        elif sockets and (self.slot is not None or self.spread):  # gated, or one per turn
             await super().startup(sockets=[])  # the lifespan; the listeners are ours
             if self.started:
-                self.servers.extend(self._listener(sock) for sock in sockets or [])  # type: ignore[misc]
+                self.servers.extend(self._listener(sock) for sock in sockets)  # type: ignore[misc]
         else:
             await super().startup(sockets=sockets)  # type: ignore[arg-type]
         if self.started and self.on_started is not None:
