@@ -95,12 +95,12 @@ class _PrimedStream(StreamingResponse):
         start = {"type": "http.response.start", "status": self.status_code}
         await send({**start, "headers": self.raw_headers})
         ended = False
-        out = send
+        out, later = send, self.wire_send or send
         async for chunk in self.body_iterator:
             body = chunk.encode(self.charset) if isinstance(chunk, str) else bytes(chunk)
             ended = body.endswith(DONE_FRAME)
             await out({"type": "http.response.body", "body": body, "more_body": not ended})
-            out = self.wire_send or send
+            out = later
         if not ended:
             await out({"type": "http.response.body", "body": b"", "more_body": False})
 
