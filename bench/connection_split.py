@@ -35,6 +35,17 @@ def http_workers(pid: int) -> dict[int, psutil.Process]:
     return found
 
 
+def owners(workers: dict[int, psutil.Process], client_ports: set[int]) -> dict[int, int]:
+    """The index of the worker holding the server side of each client connection (by the
+    client's port), one look at each worker's connections; ports no worker holds left out."""
+    found: dict[int, int] = {}
+    for index, worker in workers.items():
+        for conn in worker.net_connections(kind="tcp"):
+            if conn.raddr and conn.raddr.port in client_ports:
+                found[conn.raddr.port] = index
+    return found
+
+
 async def burst(port: int, connections: int, workers: dict[int, psutil.Process]) -> list[int]:
     """Open `connections` at once, each with one answered request; how many each worker
     held, largest first (a worker with none counts 0)."""
@@ -50,10 +61,7 @@ async def burst(port: int, connections: int, workers: dict[int, psutil.Process])
     try:
         ports = {writer.get_extra_info("sockname")[1] for writer in writers}
         held: Counter[int] = Counter({index: 0 for index in workers})
-        for index, worker in workers.items():
-            for conn in worker.net_connections(kind="tcp"):
-                if conn.raddr and conn.raddr.port in ports:
-                    held[index] += 1
+        held.update(owners(workers, ports).values())
         return sorted(held.values(), reverse=True)
     finally:
         for writer in writers:

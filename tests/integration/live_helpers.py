@@ -117,15 +117,6 @@ def named(procs: list[psutil.Process], needle: str) -> list[psutil.Process]:
     return found
 
 
-def connection_owner(workers: dict[int, psutil.Process], client_port: int) -> int | None:
-    """The index of the worker holding the server side of the client's connection."""
-    for index, worker in workers.items():
-        for conn in worker.net_connections(kind="tcp"):
-            if conn.raddr and conn.raddr.port == client_port:
-                return index
-    return None
-
-
 def engine_cores(pid: int) -> list[psutil.Process]:
     """vLLM's engine-core processes among `pid`'s descendants."""
     found = []

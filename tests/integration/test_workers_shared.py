@@ -16,12 +16,11 @@ import httpx
 import psutil
 import pytest
 
-from bench.connection_split import http_workers
+from bench.connection_split import http_workers, owners
 from tests.integration.conftest import LiveGateway, server_env, start_gateway, stop
 from tests.integration.live_helpers import (
     HI,
     StreamReader,
-    connection_owner,
     descendants,
     metric,
     named,
@@ -57,18 +56,19 @@ def test_connections_fill_the_first_worker_first(doomed) -> None:  # type: ignor
     assert set(workers) == {0, 1}
     port = int(live.base_url.rsplit(":", 1)[1])
     held: list[socket.socket] = []
-    owners = []
+    order: list[int | None] = []
     try:
         for _ in range(4):
             conn = socket.create_connection(("127.0.0.1", port), timeout=30)
             held.append(conn)
             conn.sendall(b"GET /health HTTP/1.1\r\nHost: gateway\r\n\r\n")
             assert conn.recv(4096).startswith(b"HTTP/1.1 200")  # kept open: keep-alive
-            owners.append(connection_owner(workers, conn.getsockname()[1]))
+            client = conn.getsockname()[1]
+            order.append(owners(workers, {client}).get(client))
     finally:
         for conn in held:
             conn.close()
-    assert owners == [0, 0, 1, 1]
+    assert order == [0, 0, 1, 1]
 
 
 def test_workers_share_one_admission_limit(doomed) -> None:  # type: ignore[no-untyped-def]
