@@ -1,5 +1,6 @@
-"""Tokenizing on the serving path: long texts in pieces side by side, the texts of a wave
-of requests together, the longest off the event loop, a conversation's earlier turns
+"""Tokenizing on the serving path: through `fastokens` where it is attached
+(`app.fast_encode`), else long texts in pieces side by side and the texts of a wave of
+requests together; the longest off the event loop, a conversation's earlier turns
 remembered."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
+from app import fast_encode
 from app.cpus import usable_cpus
 from app.encode_pieces import (
     backend_for,
@@ -47,6 +49,11 @@ text 3.3-4.5 ms against 1.1 ms in eight pieces, the benchmark's 1,620-character 
 
 MAX_PIECES: Final = 8
 
+FAST_OFF_LOOP_CHARS: Final = 50_000
+"""Texts at least this long go to the encode thread when `fastokens` encodes them
+(`app.fast_encode`), shorter ones stay on the loop: 50,000 characters take about 2 ms
+there on the 2-core CI machine, the thread hop 0.1-0.4 ms."""
+
 _T = TypeVar("_T")
 
 
@@ -66,13 +73,24 @@ async def encode(
     earlier turns; `tally` hears how many tokens were and were not), and the new parts that
     arrive together (a wave of requests) encoded together (`_Wave`), the longest in the
     encode thread."""
+    fast = None if add_special_tokens else fast_encode.fast_encoder(tokenizer)
     backend = None
     if not add_special_tokens and len(text) >= 2 * PIECE_CHARS:
         backend = backend_for(tokenizer)
     if backend is not None:
-        return await _encode_turns(tokenizer, backend, text, tally)
+        return await _encode_turns(tokenizer, backend, text, tally, fast)
+    if fast is not None:
+        return (await _fast(fast, [text]))[0]
     call = functools.partial(encode_sync, tokenizer, text, add_special_tokens=add_special_tokens)
     return await _off_loop_when_long(len(text), call)
+
+
+async def _fast(fast: Any, texts: list[str]) -> list[list[int]]:
+    """The texts' ids from `fastokens`: on the loop, or in the encode thread when long."""
+    call = functools.partial(fast_encode.encode_texts, fast, texts)
+    if sum(map(len, texts)) < FAST_OFF_LOOP_CHARS:
+        return call()
+    return await asyncio.get_running_loop().run_in_executor(_encoder(), call)
 
 
 async def _off_loop_when_long(chars: int, call: Callable[[], _T]) -> _T:
@@ -84,19 +102,22 @@ async def _off_loop_when_long(chars: int, call: Callable[[], _T]) -> _T:
 
 
 async def _encode_turns(
-    tokenizer: Tokenizer, backend: Any, text: str, tally: TurnTally | None
+    tokenizer: Tokenizer, backend: Any, text: str, tally: TurnTally | None, fast: Any | None
 ) -> list[int]:
     """The ids of `text` from its parts between added tokens (`app.encode_turns`): the parts
-    this process has seen are remembered; a single new one goes with the wave, several are
-    encoded together (on the loop while short, in the encode thread otherwise)."""
+    this process has seen are remembered; the new ones go to `fast` where there is one; else
+    a single new one goes with the wave, several are encoded together (on the loop while
+    short, in the encode thread otherwise)."""
     turns = _turns_for(tokenizer, backend)
     if turns is None:
-        return await _wave().encode(backend, text)
+        return (await _fast(fast, [text]))[0] if fast else await _wave().encode(backend, text)
     tokens, cache = turns
     parts = split(text, tokens)
     known, missing = lookup(parts, cache)
     if not missing:
         got = []
+    elif fast is not None:
+        got = await _fast(fast, missing)
     elif len(missing) == 1:
         got = [await _wave().encode(backend, missing[0])]
     else:  # together in one batch: the wave's batches hold one text per CPU

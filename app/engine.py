@@ -133,6 +133,13 @@ def _supported_kwargs(func: Any, candidates: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in candidates.items() if k in params}
 
 
+def device_type() -> str:
+    """The device vLLM runs the model on here: "cuda", "cpu", ..."""
+    from vllm.platforms import current_platform
+
+    return str(current_platform.device_type)
+
+
 def vocab_size(tokenizer: Tokenizer) -> int | None:
     """How many token ids the tokenizer knows (None when it can't say)."""
     try:

@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
+from app import fast_encode
 from app.admission import AdmissionMiddleware, admission_metrics
 from app.auth import OPEN_PATHS, ApiKeyMiddleware, load_keys
 from app.chat.prepare import server_defaults
 from app.cpu_kv_cache import size_cpu_kv_cache
-from app.engine import Engine, start_engine
+from app.engine import Engine, device_type, start_engine
 from app.engine_args import build_engine_args, overrides_from_env
 from app.errors import install_error_handlers
 from app.lifecycle import Lifecycle
@@ -153,6 +154,9 @@ def create_app(
                 created=int(time.time()),
             )
             gateway.defaults = server_defaults(gateway)
+            # on this thread, which encodes the prompts later: fastokens' state is per thread
+            encoder = fast_encode.choose(running.tokenizer, settings.fast_tokenizer, device_type())
+            logger.info("prompts encoded by %s", encoder)
             if settings.warmup:
                 await warm_up(gateway)
             app.state.gateway = gateway

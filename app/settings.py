@@ -134,6 +134,14 @@ class Settings(BaseSettings):
         "(first-use costs, and vLLM 0.26's sampling-kernel compiles on a GPU, leave the "
         "first client's path).",
     )
+    fast_tokenizer: bool | None = Field(
+        default=None,
+        description="Encode prompts with fastokens (the Rust tokenizer of vLLM's Rust "
+        "frontend) where it gives the Hugging Face tokenizer's ids on a check sample "
+        "(off: the Hugging Face tokenizer, as vllm serve's Python frontend); unset = auto: "
+        "on with a GPU, off on CPU, where the engine's prefill dwarfs the encode and "
+        "fastokens' ~30 MiB per process count more.",
+    )
     max_body_bytes: int = Field(
         default=8 * 1024 * 1024, gt=0, description="Largest request body accepted, in bytes."
     )

@@ -3,11 +3,12 @@
 `python -m bench.encode_speed --model DIR [--tokens 1024,256] [--texts 40]` loads the
 model's tokenizer, makes prompts as `vllm bench serve`'s random dataset does
 (`bench.first_text`: random ids, decoded, fitted to the token count when re-encoded) and
-times, per text, the Hugging Face tokenizer's `encode` (what the gateway did before)
-against `app.encode.encode_sync` (what it does now) and `encode_batch` over 2, 4 and 8
-pieces; it checks that every way gives the same ids and prints medians in milliseconds as
-JSON. `wave_mean_ready_ms`: all the texts at once, as a burst brings them, one after
-another against `app.encode`'s batches (the mean time until a text's ids are ready).
+times, per text, the Hugging Face tokenizer's `encode` against `app.encode.encode_sync`
+(the gateway's way without `fastokens`), `encode_batch` over 2, 4 and 8 pieces and, where
+it is installed and agrees, `fastokens` (`app.fast_encode`, the gateway's way with it); it
+checks that every way gives the same ids and prints medians in milliseconds as JSON.
+`wave_mean_ready_ms`: all the texts at once, as a burst brings them, one after another
+against `app.encode`'s batches (the mean time until a text's ids are ready).
 Seconds, not minutes: run it on a device before a benchmark to see what the host's CPUs
 make of it.
 """
@@ -22,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from app import fast_encode
 from app.cpus import usable_cpus
 from bench.first_text import prompts_from
 
@@ -36,13 +38,23 @@ def ways(tokenizer: Any) -> dict[str, Callable[[str], list[int]]]:
     def pieces(count: int) -> Callable[[str], list[int]]:
         return lambda text: encode_each(backend, cut(text, count))
 
-    return {
+    named: dict[str, Callable[[str], list[int]]] = {
         "hf_encode": lambda text: list(tokenizer.encode(text, add_special_tokens=False)),
         "encode_sync": lambda text: encode_sync(tokenizer, text),
         "pieces_2": pieces(2),
         "pieces_4": pieces(4),
         "pieces_8": pieces(8),
     }
+    fast = _fastokens(tokenizer)
+    if fast is not None:  # what the gateway uses where it is attached (app.fast_encode)
+        named["fastokens"] = lambda text: fast_encode.encode_texts(fast, [text])[0]
+    return named
+
+
+def _fastokens(tokenizer: Any) -> Any | None:
+    """The gateway's `fastokens` for `tokenizer` (not attached: the other ways stay as they
+    are), or None (not installed, or disagreeing)."""
+    return fast_encode.load(tokenizer)[0]
 
 
 def time_ways(

@@ -10,10 +10,10 @@
 # device call per part but the last (carry [".gpu/partN"],
 # `mkdir -p /root/stage && cp -r .gpu/partN/. /root/stage/`);
 # this script copies the part it is carried with (any .gpu/part*) itself. Wheels the
-# image lacks travel in .whl/ (`pip download orjson==<lock's> --no-deps --only-binary
-# :all: --platform manylinux2014_x86_64 --python-version 3.12 -d .whl`; py-spy the same
-# way for `bench.profile`, whose binary lands in /tmp/site/bin); the last part, the
-# smallest, leaves room for both.
+# image lacks travel in .whl/ (`pip download orjson==<lock's> fastokens==<lock's>
+# --no-deps --only-binary :all: --platform manylinux2014_x86_64 --python-version 3.12
+# -d .whl`; py-spy the same way for `bench.profile`, whose binary lands in /tmp/site/bin);
+# the last part, the smallest, leaves room for them.
 #
 # Knobs (environment): BENCH_BUDGET_S (seconds the whole script may take, default 560),
 # BENCH_ARGS (extra bench.run flags), SESSION_ESTIMATE_S (the least time left at which
@@ -100,7 +100,7 @@ if [ -z "${DRY_RUN:-}" ] && [ -z "${SKIP_INSTALL:-}" ]; then
   export PATH=/root/site/bin:$PATH
 fi
 export VLLM_USE_FLASHINFER_SAMPLER=0
-# 2. wheels the image lacks (the gateway's orjson)
+# 2. wheels the image lacks (the gateway's orjson and fastokens)
 if [ -z "${DRY_RUN:-}" ] && ls .whl/*.whl >/dev/null 2>&1; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || { say "wheel install failed"; exit 4; }
@@ -113,6 +113,10 @@ import vllm, fastapi, uvicorn, orjson, pydantic_settings, psutil  # noqa: F401
 import app.main, bench.run  # noqa: F401
 print("vllm", vllm.__version__, "fastapi", fastapi.__version__, "uvicorn", uvicorn.__version__)
 print("torch", m.version("torch"), "transformers", m.version("transformers"))
+try:  # the gateway encodes prompts with it where it is installed (app.fast_encode)
+    print("fastokens", m.version("fastokens"))
+except m.PackageNotFoundError:
+    print("fastokens not installed: prompts encoded by tokenizers")
 EOF
 
 if [ -n "${TEST_ARGS:-}" ]; then

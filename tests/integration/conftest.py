@@ -190,7 +190,8 @@ def gateway(
         tmp,
         tiny_model_dir,
         test_home,
-        ["--model-aliases", "qwen=" + str(tiny_model_dir)],
+        # fastokens as with a GPU (the CPU's default leaves it off; test_process checks that)
+        ["--model-aliases", "qwen=" + str(tiny_model_dir), "--fast-tokenizer"],
         server_env(test_home),
     )
     try:

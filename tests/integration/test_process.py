@@ -107,6 +107,17 @@ def test_an_unsized_cpu_kv_cache_is_sized_for_the_model(gateway_at_low_limit) ->
     assert "CPU KV cache: " in live.log.read_text()
 
 
+def test_on_a_cpu_prompts_are_encoded_by_tokenizers_unless_asked(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
+    """`--fast-tokenizer` unset: fastokens stays off on a CPU (app.fast_encode.choose)."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("the engine runs on the GPU here: fastokens is on by default")
+    _, live = gateway_at_low_limit
+    log = live.log.read_text(errors="replace")
+    assert "prompts encoded by tokenizers (auto: fastokens off on CPU" in log
+
+
 def test_sigint_stops_it_cleanly(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
     """Ctrl-C: exit status 130, no traceback, the engine core gone (runs last here)."""
     proc, live = gateway_at_low_limit

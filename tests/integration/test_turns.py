@@ -1,6 +1,7 @@
 """A conversation's turns on the real engine, through the openai SDK: the gateway remembers
 the prompt parts it has encoded (`app.encode_turns`), and each turn's prompt is still the
-whole conversation's."""
+whole conversation's. The chat path encodes with fastokens (`app.fast_encode`), `/tokenize`
+with the Hugging Face tokenizer: their counts must agree."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ def test_a_conversations_turns_have_the_prompt_tokens_of_the_whole(
     """Each turn resends the conversation; the gateway encodes only the parts between added
     tokens it has not seen (`app.encode_turns`). Every turn's prompt must still count what
     `/tokenize` counts for the same messages (rendered the same way, encoded whole)."""
+    assert "prompts encoded by fastokens" in gateway.log.read_text(errors="replace")
     before = {s: _turn_tokens(gateway, s) for s in ("remembered", "encoded")}
     prompt_tokens = 0
     messages: list[dict[str, str]] = []

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from app import fast_encode
 from bench.encode_speed import main, time_ways, ways
 from bench.first_text import prompts_from
 
@@ -16,7 +17,9 @@ from bench.first_text import prompts_from
 def test_every_way_gives_the_same_ids(tokenizer: Any) -> None:
     rng = random.Random(1)
     (text,) = prompts_from(tokenizer, 1500, 1, rng)
-    results = [way(text) for way in ways(tokenizer).values()]
+    named = ways(tokenizer)
+    assert "fastokens" in named and fast_encode.fast_encoder(tokenizer) is None  # not attached
+    results = [way(text) for way in named.values()]
     assert all(ids == results[0] for ids in results)
     assert results[0] == tokenizer.encode(text, add_special_tokens=False)
 
@@ -41,6 +44,7 @@ def test_main_prints_one_json_report(tiny_dir: Path, capsys: pytest.CaptureFixtu
         "pieces_2",
         "pieces_4",
         "pieces_8",
+        "fastokens",
     }
     wave = timing["wave_mean_ready_ms"]
     assert set(wave) == {"one_after_another", "batches"}
