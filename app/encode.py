@@ -68,11 +68,11 @@ async def encode(
     add_special_tokens: bool = False,
     tally: TurnTally | None = None,
 ) -> list[int]:
-    """`tokenizer.encode(text)`, in pieces where that is exact and pays; texts that may be
-    cut are split at their added tokens, the parts seen before remembered (a conversation's
-    earlier turns; `tally` hears how many tokens were and were not), and the new parts that
-    arrive together (a wave of requests) encoded together (`_Wave`), the longest in the
-    encode thread."""
+    """`tokenizer.encode(text)`: by `fastokens` where it is attached, else in pieces where
+    that is exact and pays; texts that may be cut are split at their added tokens, the parts
+    seen before remembered (a conversation's earlier turns; `tally` hears how many tokens
+    were and were not), and, without `fastokens`, the new parts that arrive together (a
+    wave of requests) encoded together (`_Wave`), the longest in the encode thread."""
     fast = None if add_special_tokens else fast_encode.fast_encoder(tokenizer)
     backend = None
     if not add_special_tokens and len(text) >= 2 * PIECE_CHARS:

@@ -101,7 +101,7 @@ def choose(tokenizer: Any, wanted: bool | None, device_type: str = "") -> str:
     if wanted is None and device_type == "cpu":
         detach(tokenizer)
         return "tokenizers (auto: fastokens off on CPU; --fast-tokenizer turns it on)"
-    if not (wanted is None or wanted):
+    if wanted is False:
         detach(tokenizer)
         return "tokenizers (--no-fast-tokenizer)"
     why_not = attach(tokenizer)

@@ -113,7 +113,7 @@ import vllm, fastapi, uvicorn, orjson, pydantic_settings, psutil  # noqa: F401
 import app.main, bench.run  # noqa: F401
 print("vllm", vllm.__version__, "fastapi", fastapi.__version__, "uvicorn", uvicorn.__version__)
 print("torch", m.version("torch"), "transformers", m.version("transformers"))
-try:  # the gateway encodes prompts with it where it is installed (app.fast_encode)
+try:  # the gateway encodes prompts with it (app.fast_encode; by default with a GPU)
     print("fastokens", m.version("fastokens"))
 except m.PackageNotFoundError:
     print("fastokens not installed: prompts encoded by tokenizers")

@@ -28,6 +28,14 @@ def attached(tokenizer: Any) -> Iterator[Any]:
         forget_turns(tokenizer)
 
 
+@pytest.fixture
+def recorder(attached: Any, monkeypatch: pytest.MonkeyPatch) -> _Recorder:
+    """The attached fastokens, behind a `_Recorder` that `app.encode` is given instead."""
+    recording = _Recorder(fast_encode.fast_encoder(attached))
+    monkeypatch.setattr(fast_encode, "fast_encoder", lambda _: recording)
+    return recording
+
+
 class _Recorder:
     """A fastokens tokenizer that notes the texts it encodes and on which thread."""
 
@@ -136,10 +144,8 @@ def test_first_mismatch_names_the_text(tokenizer: Any) -> None:
 
 @pytest.mark.asyncio
 async def test_encode_sends_short_and_long_texts_to_fastokens(
-    attached: Any, monkeypatch: pytest.MonkeyPatch
+    attached: Any, recorder: _Recorder
 ) -> None:
-    recorder = _Recorder(fast_encode.fast_encoder(attached))
-    monkeypatch.setattr(fast_encode, "fast_encoder", lambda _: recorder)
     short = _words(attached, 20, 1)
     plain_long = _words(attached, 5000, 2)  # no added tokens: one part
     assert len(short) < 2 * encode_module.PIECE_CHARS
@@ -160,10 +166,8 @@ async def test_encode_sends_short_and_long_texts_to_fastokens(
 
 @pytest.mark.asyncio
 async def test_a_conversations_earlier_turns_are_remembered_with_fastokens(
-    attached: Any, monkeypatch: pytest.MonkeyPatch
+    attached: Any, recorder: _Recorder
 ) -> None:
-    recorder = _Recorder(fast_encode.fast_encoder(attached))
-    monkeypatch.setattr(fast_encode, "fast_encoder", lambda _: recorder)
     messages = [{"role": "user", "content": _words(attached, 600, 3)}]
     tallies: list[tuple[int, int]] = []
     for turn in range(2):
