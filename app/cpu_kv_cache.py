@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.engine import device_type
+
 if TYPE_CHECKING:
     from vllm.engine.arg_utils import AsyncEngineArgs
 
@@ -92,9 +94,7 @@ def _model_config(model: str) -> dict[str, Any]:
 
 def size_cpu_kv_cache(engine_args: AsyncEngineArgs, environ: Mapping[str, str]) -> int | None:
     """On a CPU the user left unsized, set `kv_cache_memory_bytes`; the bytes set, or None."""
-    from vllm.platforms import current_platform
-
-    if str(current_platform.device_type) != "cpu" or user_sized(engine_args, environ):
+    if device_type() != "cpu" or user_sized(engine_args, environ):
         return None
     config = _model_config(str(engine_args.model))
     if str(getattr(engine_args, "dtype", "auto")) in ("float32", "float"):

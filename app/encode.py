@@ -110,7 +110,9 @@ async def _encode_turns(
     short, in the encode thread otherwise)."""
     turns = _turns_for(tokenizer, backend)
     if turns is None:
-        return (await _fast(fast, [text]))[0] if fast else await _wave().encode(backend, text)
+        if fast is not None:
+            return (await _fast(fast, [text]))[0]
+        return await _wave().encode(backend, text)
     tokens, cache = turns
     parts = split(text, tokens)
     known, missing = lookup(parts, cache)

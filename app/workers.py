@@ -26,6 +26,7 @@ from typing import Any
 
 from app.accept_gate import WorkerLoads, WorkerSlot
 from app.cpus import usable_cpus
+from app.engine import device_type
 from app.model_source import ModelSource
 from app.settings import Settings
 from app.shared_pending import SharedPending
@@ -65,11 +66,9 @@ def resolve_worker_count(requested: int) -> int:
     """`--api-server-count`: the user's number, or for 0 the automatic choice."""
     if requested > 0:
         return requested
-    from vllm.platforms import current_platform
-
-    cores = usable_cpus()
-    count = auto_worker_count(str(current_platform.device_type), cores)
-    logger.info("HTTP workers: %d (auto, %s, %s cores)", count, current_platform.device_type, cores)
+    device, cores = device_type(), usable_cpus()
+    count = auto_worker_count(device, cores)
+    logger.info("HTTP workers: %d (auto, %s, %s cores)", count, device, cores)
     return count
 
 

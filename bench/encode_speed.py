@@ -45,16 +45,12 @@ def ways(tokenizer: Any) -> dict[str, Callable[[str], list[int]]]:
         "pieces_4": pieces(4),
         "pieces_8": pieces(8),
     }
-    fast = _fastokens(tokenizer)
-    if fast is not None:  # what the gateway uses where it is attached (app.fast_encode)
+    # the gateway's fastokens where it is installed and agrees; loaded, not attached, so
+    # the other ways stay as they are
+    fast, _ = fast_encode.load(tokenizer)
+    if fast is not None:
         named["fastokens"] = lambda text: fast_encode.encode_texts(fast, [text])[0]
     return named
-
-
-def _fastokens(tokenizer: Any) -> Any | None:
-    """The gateway's `fastokens` for `tokenizer` (not attached: the other ways stay as they
-    are), or None (not installed, or disagreeing)."""
-    return fast_encode.load(tokenizer)[0]
 
 
 def time_ways(
