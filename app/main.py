@@ -27,6 +27,7 @@ from app.cpu_kv_cache import size_cpu_kv_cache
 from app.engine import Engine, device_type, start_engine
 from app.engine_args import build_engine_args, overrides_from_env
 from app.errors import install_error_handlers
+from app.heap import trim_after_start
 from app.lifecycle import Lifecycle
 from app.metrics import gateway_metrics
 from app.middleware import BodyLimitMiddleware, PathMiddleware
@@ -166,6 +167,7 @@ def create_app(
             # collection of ~600k of them stalls every stream for ~0.3 s under load.
             gc.collect()
             gc.freeze()
+            trim_after_start()  # what loading the tokenizers left free, back to the system
             watchdog = asyncio.create_task(watch_engine(app, running, lifecycle, settings))
             yield
         finally:

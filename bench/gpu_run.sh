@@ -25,6 +25,8 @@
 # running, before starting and again at exit (SWEEP_PATTERN: the `pkill -f` pattern),
 # SPEED=1 (first time the gateway's prompt encoding and output decoding on the host's CPUs:
 # bench.encode_speed and bench.decode_speed, one JSON line each in speed.json),
+# MEM_ARGS (gateway flags: bench.mem_map of a gateway started with them, before any
+# benchmark: mem.json, mem-gpu.txt, imports.json),
 # PAIRED_ARGS (run bench.paired with these flags instead of bench.run), COLD_ARGS (run
 # bench.cold_start with these flags instead: fresh servers' first requests), PROFILE_ARGS
 # (run bench.profile once per ';'-separated flag set instead; summaries as profile-N.json),
@@ -170,6 +172,53 @@ if [ -n "${SPEED:-}" ]; then
     timeout 120 "$PY" -m "bench.$tool" --model "$MODEL_DIR" >> "$OUT/speed.json" 2>> "$RES/speed.err" \
       || say "bench.$tool failed (see speed.err in logs.tar.gz)"
   done
+fi
+
+# 3c. MEM_ARGS: where the front end's memory goes: the gateway started with these flags,
+# a few requests, then bench.mem_map of its processes (mem.json), nvidia-smi's list of
+# processes holding a CUDA context (mem-gpu.txt), and the RSS of a bare interpreter after
+# each import a worker makes (imports.json); then the benchmark, if BENCH_ARGS asks for one
+if [ -n "${MEM_ARGS:-}" ]; then
+  say "mem: gateway $MEM_ARGS"
+  mkdir -p "$RES"
+  eval "set -- $MEM_ARGS"
+  "$PY" -m app serve --model "$MODEL_DIR" --port 18177 "$@" > "$RES/server-mem.log" 2>&1 &
+  MEM_PID=$!
+  for _ in $(seq 300); do
+    curl -sf localhost:18177/health >/dev/null 2>&1 && break
+    kill -0 $MEM_PID 2>/dev/null || break
+    sleep 1
+  done
+  for i in $(seq 16); do
+    curl -s localhost:18177/v1/chat/completions -H 'content-type: application/json' \
+      -d '{"model":"'"$MODEL_DIR"'","messages":[{"role":"user","content":"hello there '$i'"}],"max_tokens":32}' \
+      >/dev/null &
+    CURLS="${CURLS:-} $!"
+  done
+  # shellcheck disable=SC2086
+  wait $CURLS
+  say "mem: map"
+  "$PY" -m bench.mem_map $MEM_PID --out "$OUT/mem.json" > /dev/null
+  { nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv
+    ps -o pid,ppid,rss,args --ppid $MEM_PID; } >> "$OUT/mem-gpu.txt" 2>&1
+  kill -INT $MEM_PID; wait $MEM_PID
+  "$PY" - > "$OUT/imports.json" 2>> "$RES/server-mem.log" <<'EOF'
+import importlib, json
+def rss():
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) // 1024 for line in fh if line.startswith("VmRSS"))
+steps = [("python", rss())]
+for name in ("torch", "transformers", "vllm", "vllm.v1.engine.async_llm", "app.main"):
+    importlib.import_module(name)
+    steps.append((name, rss()))
+import torch
+steps.append(("cuda initialized by the imports", torch.cuda.is_initialized()))
+torch.zeros(1, device="cuda")
+steps.append(("after torch.zeros on cuda", rss()))
+print(json.dumps(steps))
+EOF
+  say "mem: done"
+  [ -n "${BENCH_ARGS:-}" ] || exit 0
 fi
 
 # 4. the A/B: bench.run stops starting work at its deadline, results saved after each run

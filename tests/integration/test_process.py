@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -116,6 +117,17 @@ def test_on_a_cpu_prompts_are_encoded_by_tokenizers_unless_asked(gateway_at_low_
     _, live = gateway_at_low_limit
     log = live.log.read_text(errors="replace")
     assert "prompts encoded by tokenizers (auto: fastokens off on CPU" in log
+
+
+def test_the_heap_is_trimmed_once_it_is_ready(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
+    """app.heap: glibc's free pages given back after start-up, the RSS logged."""
+    _, live = gateway_at_low_limit
+    found = re.search(
+        r"start-up heap trimmed: RSS (\d+) -> (\d+) MiB", live.log.read_text(errors="replace")
+    )
+    assert found, "no trim logged"
+    before, after = int(found.group(1)), int(found.group(2))
+    assert 0 < after <= before + 4  # other threads may allocate between the two reads
 
 
 def test_sigint_stops_it_cleanly(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
