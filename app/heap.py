@@ -10,7 +10,6 @@ returned by an explicit trim, so each process trims once, when it is ready to se
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 from pathlib import Path
 
@@ -31,11 +30,9 @@ def rss_kib() -> int | None:
 def trim_heap() -> tuple[int, int] | None:
     """`malloc_trim(0)` where the C library has it (glibc); RSS in KiB before and after,
     or None where there is no such call (musl, macOS)."""
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name)
-        trim = libc.malloc_trim
-    except (OSError, AttributeError, TypeError):
+    try:  # the process's own symbols, the C library's among them (no ldconfig lookup)
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
         return None
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
