@@ -115,6 +115,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --together: start the servers one after another, each ready before the next "
         "starts (as before session 25)",
     )
+    p.add_argument(
+        "--first-text-load",
+        type=_csv_ints,
+        default=None,
+        help="concurrencies of the first-text load probe after each session's benchmarks "
+        "(bench.first_text_load; CPU default 8,32,64, GPU none; '' for none)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=18431, help="first port; +10 per server")
     p.add_argument("--python", default=sys.executable, help="interpreter for servers and client")

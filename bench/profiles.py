@@ -35,6 +35,9 @@ class Profile:
     # run order within a session, as "IxO@c" (default: workloads x concurrencies); the
     # GPU profile runs the points its goals name first, in case the deadline cuts it short
     first: list[str] = field(default_factory=list)
+    # concurrencies of each session's first-text load probe (bench.first_text_load), run
+    # after its benchmarks on the first workload's shape; empty: none
+    first_text_load: list[int] = field(default_factory=list)
 
     def points(self) -> list[tuple[tuple[int, int], int]]:
         every = [(w, c) for w in self.workloads for c in self.concurrencies]
@@ -74,6 +77,7 @@ PROFILES: dict[str, Profile] = {
         # (the tiny model has no sampling defaults; the gateway would otherwise fill
         # Qwen3's and vllm serve would sample at temperature 1 with no top-k/top-p).
         sampling={"temperature": 0.6, "top_p": 0.95, "top_k": 20},
+        first_text_load=[8, 32, 64],
     ),
     # One H200: engine defaults exactly as `vllm serve` picks them (CUDA graphs on).
     "gpu": Profile(
@@ -147,6 +151,9 @@ def profile_from_args(name: str, args: argparse.Namespace) -> Profile:
         run_timeout_s=base.run_timeout_s,
         sampling=base.sampling if args.sampling is None else args.sampling,
         first=base.first,
+        first_text_load=(
+            base.first_text_load if args.first_text_load is None else args.first_text_load
+        ),
     )
 
 

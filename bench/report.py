@@ -26,6 +26,7 @@ from bench.report_data import (
     runs_by_key,
     summarize,
 )
+from bench.report_first_text import first_text_section
 from bench.report_goals import bandwidth_table, goal_checks
 from bench.report_plots import plot
 from bench.report_timing import timing_section
@@ -249,6 +250,7 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
     for name in plots:
         add(f"![{name}]({name})")
         add("")
+    lines.extend(first_text_section(data))
     lines.extend(timing_section(data))
     lines.extend(appendix(data))
     return "\n".join(lines)

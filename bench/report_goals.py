@@ -9,6 +9,7 @@ from bench.report_data import (
     median,
     memory_rows,
 )
+from bench.report_first_text import first_text_checks
 
 H200_BANDWIDTH_LIMIT_TOK_S = {"1024x128": 38_500.0, "128x1024": 65_000.0}
 """Issue 5's estimate of the output tokens/s an H200's memory bandwidth allows at these
@@ -177,4 +178,5 @@ def goal_checks(data: dict[str, Any], rows: list[dict[str, Any]]) -> list[tuple[
                 text_ms["gateway"] <= text_ms["vllm"],
             )
         )
+    checks += first_text_checks(data)
     return checks

@@ -45,6 +45,7 @@ class Runner(PlanRunner):
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self._first_text_prompts: list[str] | None = None
+        self._load_prompts: list[str] = []
         name = args.profile or auto_profile()
         self.profile = profile_from_args(name, args)
         self.t0 = time.monotonic()
@@ -123,6 +124,37 @@ class Runner(PlanRunner):
         except Exception as exc:  # a probe, not a run: note it and go on
             return {"error": str(exc)}
 
+    def load_probes(self, server: ServerProcess, record: dict[str, Any], model: str) -> None:
+        """Time to first chunk and to first text under load, at each of the profile's
+        `first_text_load` concurrencies (see bench/first_text_load.py)."""
+        from bench.first_text import random_prompts
+        from bench.first_text_load import prompt_count, run_probe
+
+        prof = self.profile
+        if not prof.first_text_load or not server.alive():
+            return
+        input_len, out_len = prof.workloads[0]
+        most = max(prompt_count(c) for c in prof.first_text_load)
+        if len(self._load_prompts) < most:
+            self._load_prompts = random_prompts(model, input_len, most, self.args.seed + 2)
+        probes = record.setdefault("first_text_load", [])
+        for c in prof.first_text_load:
+            if self.remaining() < 60:
+                self.skip(f"{record['server']}#{record['round']}-load@{c}", "deadline: no probe")
+                continue
+            spec = {
+                "port": server.port, "model": model, "out_len": out_len, "concurrency": c,
+                "prompts": self._load_prompts[: prompt_count(c)], "sampling": prof.sampling,
+            }  # fmt: skip
+            path = self.results_dir / f"load-{record['server']}-r{record['round']}-c{c}.json"
+            server.set_under_load(True)
+            try:
+                probes.append(run_probe(self.args.python, spec, path, prof.run_timeout_s))
+            finally:
+                server.set_under_load(False)
+            self.log(f"{record['server']} first-text load probe: {probes[-1]}")
+            self.save()
+
     def extra_args(self, name: str) -> list[str]:
         flags = shlex.split(getattr(self.args, f"{name}_args", "") or "")
         if self.args.together:
@@ -142,6 +174,7 @@ class Runner(PlanRunner):
                         self.data.setdefault("pinning", []).append(placed | {"round": rnd})
                         self.log(f"{name}: engine core on CPUs {placed['engine_cpus']}: {placed}")
                         self.run_plan(server, name, rnd, model, pinned=True)
+                self.load_probes(server, record, model)
         except ServerError as exc:
             record["error"] = str(exc)
             self.log(f"error: {exc}")

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import http.server
-import json
 import random
 import types
 from pathlib import Path
-from typing import Any
 
 from bench.client_limit import _end_event, busy_share
 from bench.first_text import first_text_probe, fit_to_length
 from bench.profile_summary import split_processes, summarize, summarize_processes
 from bench.vllm_bench import _meter_benchmark
-from tests.local_http import serving
+from tests.local_http import SseChatHandler, serving
 
 
 def test_profile_splits_a_subprocess_recording_by_process(tmp_path: Path) -> None:
@@ -93,32 +90,8 @@ def test_meter_benchmark_records_the_clients_cpu_and_span() -> None:
     assert plain.benchmark is len
 
 
-class _SseHandler(http.server.BaseHTTPRequestHandler):
-    """A stand-in server: a role chunk, then text; a 400 for the prompt "bad"."""
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if body["messages"][0]["content"] == "bad":
-            payload = b'{"error": {"message": "too long"}}'
-            self.send_response(400)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.end_headers()
-        for delta in ({"role": "assistant", "content": ""}, {"content": "hi"}):
-            self.wfile.write(b"data: " + json.dumps({"choices": [{"delta": delta}]}).encode())
-            self.wfile.write(b"\n\n")
-        self.wfile.write(b"data: [DONE]\n\n")
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 def test_first_text_probe_counts_refused_requests() -> None:
-    with serving(_SseHandler) as port:
+    with serving(SseChatHandler) as port:
         out = first_text_probe(port, "m", ["a", "bad", "b"], 4, {})
     assert out["requests"] == 2 and out["failed"] == 1
     assert out["first_error"].startswith("HTTP 400: ") and "too long" in out["first_error"]

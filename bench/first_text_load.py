@@ -1,0 +1,165 @@
+"""Time to first chunk and to first text under load: `python -m bench.first_text_load SPEC`.
+
+`vllm bench serve` times a server's first chunk with `choices`. `vllm serve` sends one
+(an empty role chunk, then deltas whose content may be "") as soon as the first token is
+generated; the gateway's first chunk waits for visible text. With random weights many
+first tokens have none yet (part of a UTF-8 character, whitespace before a possible
+`<think>`, a skipped special token), so at 32 or 64 streams the two TTFTs measure
+different moments (`bench.first_text` shows it one request at a time). This probe drives
+a server as the benchmark does (`concurrency` streams at once, random prompts shaped like
+the workload's, `ignore_eos`, every stream read to its end) and times both moments for
+every request, the same way for either server: the like-for-like comparison.
+
+SPEC is a JSON file: {"port", "model", "prompts", "out_len", "sampling", "concurrency"}.
+The result is one JSON line on stdout (`summarize`). The process raises its session's
+CPU weight first, as the benchmark client does (`bench.machine.favour_client`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.sse import StreamTimes
+
+
+def request_body(spec: dict[str, Any], prompt: str) -> dict[str, Any]:
+    return {
+        "model": spec["model"],
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": spec["out_len"],
+        "ignore_eos": True,
+        "stream": True,
+        **spec.get("sampling", {}),
+    }
+
+
+def feed_line(times: StreamTimes, now: float, line: bytes) -> None:
+    """One line of an SSE response: a `data: {...}` event is seen at `now`."""
+    line = line.strip()
+    if line.startswith(b"data: {"):
+        try:
+            event = json.loads(line[6:])
+        except ValueError:
+            return
+        times.see(now, event)
+
+
+async def one_stream(session: Any, url: str, body: dict[str, Any]) -> StreamTimes:
+    """Send one streamed request and read it to its end; ValueError when not a 200."""
+    times = StreamTimes()
+    start = time.perf_counter()
+    async with session.post(url, json=body) as response:
+        if response.status != 200:
+            answer = (await response.read())[:300].decode(errors="replace")
+            raise ValueError(f"HTTP {response.status}: {answer}")
+        async for line in response.content:
+            feed_line(times, time.perf_counter() - start, line)
+    return times
+
+
+async def drive(spec: dict[str, Any]) -> tuple[list[StreamTimes], list[str], float]:
+    """Every prompt, `concurrency` at a time: each request's times, the errors, and the
+    wall seconds from the first request to the last answer."""
+    import aiohttp
+
+    concurrency = int(spec["concurrency"])
+    url = f"http://127.0.0.1:{spec['port']}/v1/chat/completions"
+    pending = list(reversed(spec["prompts"]))
+    done: list[StreamTimes] = []
+    errors: list[str] = []
+    timeout = aiohttp.ClientTimeout(total=600)
+    connector = aiohttp.TCPConnector(limit=concurrency)
+
+    async def worker(session: Any) -> None:
+        while pending:
+            body = request_body(spec, pending.pop())
+            try:
+                done.append(await one_stream(session, url, body))
+            except (TimeoutError, ValueError, aiohttp.ClientError) as exc:
+                errors.append(str(exc) or type(exc).__name__)
+
+    start = time.perf_counter()
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        await asyncio.gather(*(worker(session) for _ in range(concurrency)))
+    return done, errors, time.perf_counter() - start
+
+
+def _ms(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
+
+
+def summarize(
+    done: list[StreamTimes], errors: list[str], wall_s: float, concurrency: int
+) -> dict[str, Any]:
+    """Medians and p90s of the time to the first chunk with choices (what `vllm bench
+    serve` times) and to the first chunk with text; the share of requests whose first
+    chunk had text; requests per second over the whole probe."""
+    failed = {"failed": len(errors), "first_error": errors[0]} if errors else {}
+    timed = [t for t in done if t.first is not None and t.text is not None]
+    if not timed:
+        return {"concurrency": concurrency, "requests": 0, **failed}
+    firsts = [t.first for t in timed if t.first is not None]
+    texts = [t.text for t in timed if t.text is not None]
+    return {
+        **failed,
+        "concurrency": concurrency,
+        "requests": len(timed),
+        "first_chunk_ms_p50": round(1000 * statistics.median(firsts), 2),
+        "first_text_ms_p50": round(1000 * statistics.median(texts), 2),
+        "first_chunk_ms_p90": _ms(firsts, 0.9),
+        "first_text_ms_p90": _ms(texts, 0.9),
+        "first_chunk_has_text_share": round(sum(t.first_has_text for t in timed) / len(timed), 3),
+        "wall_s": round(wall_s, 2),
+        "req_per_s": round(len(done) / wall_s, 2) if wall_s > 0 else None,
+    }
+
+
+def prompt_count(concurrency: int) -> int:
+    """Requests per probe: three waves of `concurrency`, 40 at least."""
+    return max(40, 3 * concurrency)
+
+
+def run_probe(
+    python: str, spec: dict[str, Any], spec_path: Path, timeout_s: float
+) -> dict[str, Any]:
+    """Run the probe in a process of its own (its own session, so that its CPU weight is
+    raised as the benchmark client's is) and return its result; {"error": ...} when it
+    fails."""
+    spec_path.write_text(json.dumps(spec) + "\n")
+    try:
+        done = subprocess.run(
+            [python, "-m", "bench.first_text_load", str(spec_path)],
+            capture_output=True, text=True, timeout=timeout_s, start_new_session=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {"concurrency": spec["concurrency"], "error": f"timed out after {timeout_s:.0f} s"}
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr or done.stdout).strip()[-300:]
+        return {"concurrency": spec["concurrency"], "error": f"exit {done.returncode}: {tail}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def main(argv: list[str]) -> int:
+    from bench.machine import favour_client
+
+    favour_client()
+    with open(argv[0], encoding="utf-8") as fh:
+        spec = json.load(fh)
+    done, errors, wall_s = asyncio.run(drive(spec))
+    print(json.dumps(summarize(done, errors, wall_s, int(spec["concurrency"]))), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
