@@ -76,10 +76,13 @@ class SessionRunner(Protocol):
 
     def run_plans(self, entries: list[tuple[ServerProcess, str, int]], model: str) -> None: ...
 
+    def load_probes(self, server: ServerProcess, record: dict[str, Any], model: str) -> None: ...
+
 
 def run_together(runner: SessionRunner, model: str) -> None:
     """Start every server (ports 10 apart; all at once unless `--start-apart`), wait for
-    each, run the rounds against those that came up, then stop them all; skipped sessions
+    each, run the rounds against those that came up, then the first-text load probes
+    (`first_text_load`) of each in turn, then stop them all; skipped sessions
     and runs are listed as bench.run lists them."""
     opened: list[tuple[ServerProcess, dict[str, Any]]] = []
     try:
@@ -95,6 +98,9 @@ def run_together(runner: SessionRunner, model: str) -> None:
                 runner.skip(f"{name}#{rnd}", f"deadline: skipping {name} round {rnd}")
         elif entries:
             runner.run_plans(entries, model)
+            for server, record in opened:  # each in turn, the others idle
+                if "error" not in record:
+                    runner.load_probes(server, record, model)
     finally:
         for i, (server, record) in enumerate(opened):
             runner.close_session(server, record, wait_gpu=i == len(opened) - 1)

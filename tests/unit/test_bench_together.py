@@ -80,6 +80,9 @@ class FakeRunner:
         self.calls.append("client")  # one client process for all of them
         self.calls += [f"plan {name} r{rnd}" for server, name, rnd in entries]
 
+    def load_probes(self, server: FakeServer, record: dict[str, Any], model: str) -> None:
+        self.calls.append(f"probe {server.name}")
+
 
 def _profile(rounds: int) -> Any:
     import dataclasses
@@ -102,6 +105,8 @@ def test_servers_start_once_at_once_and_their_plans_alternate_round_by_round() -
         "plan vllm r2",
         "plan vllm r3",
         "plan gateway r3",
+        "probe vllm",  # after every round, one server at a time
+        "probe gateway",
         "close vllm wait_gpu=False",
         "close gateway wait_gpu=True",  # the GPU is waited for once, after the last
     ]
@@ -122,6 +127,8 @@ def test_a_server_that_failed_beside_the_others_is_started_once_more_alone() -> 
         "client",
         "plan vllm r1",  # the servers' order as given
         "plan gateway r1",
+        "probe vllm",
+        "probe gateway",
         "close vllm wait_gpu=False",
         "close gateway wait_gpu=True",
     ]
@@ -133,6 +140,7 @@ def test_a_server_that_did_not_come_up_takes_no_turns() -> None:
     run_together(runner, "m")  # type: ignore[arg-type]
     plans = [c for c in runner.calls if c.startswith("plan")]
     assert plans == ["plan vllm r1", "plan gateway r1", "plan gateway r2", "plan vllm r2"]
+    assert [c for c in runner.calls if c.startswith("probe")] == ["probe vllm", "probe gateway"]
     assert [c for c in runner.calls if c.startswith("close")] == [
         "close gw2 wait_gpu=False",  # before it is started once more, alone: fails again
         "close vllm wait_gpu=False",
@@ -154,6 +162,7 @@ def test_the_deadline_skips_what_would_not_fit() -> None:
         "plan vllm r1",
         "plan vllm r2",
         "plan vllm r3",
+        "probe vllm",  # its own deadline check is bench.run's (Runner.load_probes)
         "close vllm wait_gpu=True",
     ]
     assert runner.data["skipped"] == ["gateway#1"]
