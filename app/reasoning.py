@@ -9,8 +9,12 @@ Rules (``split_reasoning``):
 
 * If the text, after optional leading whitespace, starts with ``<think>`` (or
   ``in_reasoning=True``, meaning the prompt already opened ``<think>``), the
-  reasoning is everything up to the first ``</think>``; the content is what
-  follows it with leading ``"\\n"`` characters stripped.
+  reasoning is everything up to the first ``</think>``; the content is that
+  leading whitespace followed by what follows ``</think>`` with leading ``"\\n"``
+  characters stripped. (Qwen3 writes ``<think>`` first; whitespace before it is
+  text the model wrote outside the block, kept as content, and a stream can send
+  it at once, as vLLM's Qwen3 parser does, instead of holding it back in case a
+  ``<think>`` follows.)
 * If ``</think>`` never comes (generation truncated), everything is reasoning
   and the content is ``""``.
 * A single leading ``"\\n"`` and a single trailing ``"\\n"`` are stripped from
@@ -43,11 +47,13 @@ def _trim_reasoning(reasoning: str) -> str:
 
 def split_reasoning(text: str, *, in_reasoning: bool = False) -> tuple[str | None, str]:
     """Return ``(reasoning, content)``; reasoning is None when there is no think block."""
+    lead = ""  # whitespace before <think>: content
     if in_reasoning:
         body = text
     else:
         stripped = text.lstrip()
         if stripped.startswith(THINK_OPEN):
+            lead = text[: len(text) - len(stripped)]
             body = stripped[len(THINK_OPEN) :]
         elif THINK_CLOSE in text:
             body = text  # opening tag omitted by the model
@@ -55,9 +61,9 @@ def split_reasoning(text: str, *, in_reasoning: bool = False) -> tuple[str | Non
             return None, text
     end = body.find(THINK_CLOSE)
     if end == -1:
-        return _trim_reasoning(body), ""
+        return _trim_reasoning(body), lead
     content = body[end + len(THINK_CLOSE) :].lstrip("\n")
-    return _trim_reasoning(body[:end]), content
+    return _trim_reasoning(body[:end]), lead + content
 
 
 def _partial_close_len(text: str) -> int:
@@ -83,8 +89,8 @@ class ReasoningStream:
     ``finish()`` flushes what was held back.  Only what might still change
     meaning is held back, never more:
 
-    * before the first non-whitespace char: leading whitespace and a partial
-      ``<think>`` (e.g. ``"\\n<thi"``);
+    * at the start: a partial ``<think>`` (``"<thi"``; whitespace before it is
+      content, returned at once);
     * inside reasoning: a partial ``</think>`` plus at most one ``"\\n"`` before
       it (it is dropped if it turns out to precede ``</think>`` or the end);
     * right after ``</think>``: the ``"\\n"`` separator, which is dropped;
@@ -102,12 +108,11 @@ class ReasoningStream:
     opens ``<think>`` in the prompt, pass ``in_reasoning=True``.
     """
 
-    __slots__ = ("_at_reasoning_start", "_held", "_state", "_ws")
+    __slots__ = ("_at_reasoning_start", "_held", "_state")
 
     def __init__(self, *, in_reasoning: bool = False) -> None:
         self._state: int = _REASONING if in_reasoning else _START
         self._held: str = ""  # bounded: at most len("\n</think>") - 1 chars
-        self._ws: list[str] = []  # leading whitespace seen in _START
         self._at_reasoning_start: bool = True
 
     def feed(self, delta: str) -> tuple[str, str]:
@@ -126,9 +131,7 @@ class ReasoningStream:
         if self._state == _START:
             # Only whitespace and/or a partial "<think>" came: plain content.
             self._state = _CONTENT
-            ws = "".join(self._ws)
-            self._ws.clear()
-            return "", ws + held
+            return "", held
         if self._state == _REASONING:
             # Truncated inside reasoning: the trailing "\n" is trimmed.
             self._state = _CONTENT
@@ -137,27 +140,25 @@ class ReasoningStream:
         return "", ""
 
     def _start(self, delta: str) -> tuple[str, str]:
+        lead = ""  # whitespace before anything else: content, at once
         if self._held:
             text = self._held + delta  # self._held is a partial "<think>"
         else:
             text = delta.lstrip()
-            if len(text) != len(delta):
-                self._ws.append(delta[: len(delta) - len(text)])
+            lead = delta[: len(delta) - len(text)]
             if not text:
-                return "", ""
+                return "", lead
         if text.startswith(THINK_OPEN):
             self._held = ""
-            self._ws.clear()
             self._state = _REASONING
-            return self._reasoning(text[len(THINK_OPEN) :])
+            reasoning, content = self._reasoning(text[len(THINK_OPEN) :])
+            return reasoning, lead + content
         if THINK_OPEN.startswith(text):
             self._held = text
-            return "", ""
+            return "", lead
         self._held = ""
         self._state = _CONTENT
-        ws = "".join(self._ws)
-        self._ws.clear()
-        return "", ws + text
+        return "", lead + text
 
     def _reasoning(self, delta: str) -> tuple[str, str]:
         text = self._held + delta

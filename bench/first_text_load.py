@@ -3,12 +3,13 @@
 `vllm bench serve` times a server's first chunk with `choices`. `vllm serve` sends one
 (an empty role chunk, then deltas whose content may be "") as soon as the first token is
 generated; the gateway's first chunk waits for visible text. With random weights many
-first tokens have none yet (part of a UTF-8 character, whitespace before a possible
-`<think>`, a skipped special token), so at 32 or 64 streams the two TTFTs measure
-different moments (`bench.first_text` shows it one request at a time). This probe drives
-a server as the benchmark does (`concurrency` streams at once, random prompts shaped like
-the workload's, `ignore_eos`, every stream read to its end) and times both moments for
-every request, the same way for either server: the like-for-like comparison.
+first tokens have none yet (part of a UTF-8 character, a skipped special token; in the
+gateway before 2026-12-04 also whitespace, held in case a `<think>` followed), so at 32
+or 64 streams the two TTFTs measure different moments (`bench.first_text` shows it one
+request at a time). This probe drives a server as the benchmark does (`concurrency`
+streams at once, random prompts shaped like the workload's, `ignore_eos`, every stream
+read to its end) and times both moments for every request, the same way for either
+server: the like-for-like comparison.
 
 SPEC is a JSON file: {"port", "model", "prompts", "out_len", "sampling", "concurrency"}.
 The result is one JSON line on stdout (`summarize`). The process raises its session's

@@ -73,8 +73,9 @@ def first_text_section(data: dict[str, Any]) -> list[str]:
         "`vllm bench serve` times the first chunk with `choices`. `vllm serve` sends one when "
         "the first token is generated, whatever its text (an empty role chunk, then deltas "
         'whose content may be ""); the gateway\'s first chunk waits for visible text, and '
-        "with random weights many first tokens have none yet (part of a UTF-8 character, "
-        "whitespace that a `<think>` may follow). After each session's benchmarks, "
+        "with random weights many first tokens have none yet (part of a UTF-8 character, a "
+        "skipped special token; in the gateway before 2026-12-04 also whitespace, held in "
+        "case a `<think>` followed). After each session's benchmarks, "
         "`bench.first_text_load` drives the server as the benchmark does (that many streams "
         "at once, prompts made as the first workload's, `ignore_eos`, every stream read to "
         "its end; three waves, 40 requests at least) and times, for every request, the "
