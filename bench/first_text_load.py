@@ -65,31 +65,34 @@ async def one_stream(session: Any, url: str, body: dict[str, Any]) -> StreamTime
     return times
 
 
-async def drive(spec: dict[str, Any]) -> tuple[list[StreamTimes], list[str], float]:
-    """Every prompt, `concurrency` at a time: each request's times, the errors, and the
-    wall seconds from the first request to the last answer."""
+Timed = tuple[int, StreamTimes]  # the request's place in the sending order, its times
+
+
+async def drive(spec: dict[str, Any]) -> tuple[list[Timed], list[str], float]:
+    """Every prompt, `concurrency` at a time: each request's times (in sending order),
+    the errors, and the wall seconds from the first request to the last answer."""
     import aiohttp
 
     concurrency = int(spec["concurrency"])
     url = f"http://127.0.0.1:{spec['port']}/v1/chat/completions"
-    pending = list(reversed(spec["prompts"]))
-    done: list[StreamTimes] = []
+    pending = list(reversed(list(enumerate(spec["prompts"]))))
+    done: list[Timed] = []
     errors: list[str] = []
     timeout = aiohttp.ClientTimeout(total=600)
     connector = aiohttp.TCPConnector(limit=concurrency)
 
     async def worker(session: Any) -> None:
         while pending:
-            body = request_body(spec, pending.pop())
+            index, prompt = pending.pop()
             try:
-                done.append(await one_stream(session, url, body))
+                done.append((index, await one_stream(session, url, request_body(spec, prompt))))
             except (TimeoutError, ValueError, aiohttp.ClientError) as exc:
                 errors.append(str(exc) or type(exc).__name__)
 
     start = time.perf_counter()
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
         await asyncio.gather(*(worker(session) for _ in range(concurrency)))
-    return done, errors, time.perf_counter() - start
+    return sorted(done, key=lambda item: item[0]), errors, time.perf_counter() - start
 
 
 def _ms(values: list[float], q: float) -> float:
@@ -97,27 +100,40 @@ def _ms(values: list[float], q: float) -> float:
     return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
 
 
+def _p50_ms(values: list[float]) -> float | None:
+    return round(1000 * statistics.median(values), 2) if values else None
+
+
 def summarize(
-    done: list[StreamTimes], errors: list[str], wall_s: float, concurrency: int
+    done: list[Timed], errors: list[str], wall_s: float, concurrency: int
 ) -> dict[str, Any]:
     """Medians and p90s of the time to the first chunk with choices (what `vllm bench
     serve` times) and to the first chunk with text; the share of requests whose first
-    chunk had text; requests per second over the whole probe."""
+    chunk had text; requests per second over the whole probe. The first wave (the first
+    `concurrency` requests, sent at once) and the later ones (each sent as one ended) are
+    also given apart: a burst of arrivals against a steady stream."""
     failed = {"failed": len(errors), "first_error": errors[0]} if errors else {}
-    timed = [t for t in done if t.first is not None and t.text is not None]
+    timed = [(i, t) for i, t in done if t.first is not None and t.text is not None]
     if not timed:
         return {"concurrency": concurrency, "requests": 0, **failed}
-    firsts = [t.first for t in timed if t.first is not None]
-    texts = [t.text for t in timed if t.text is not None]
+    firsts = [t.first for _, t in timed if t.first is not None]
+    texts = [t.text for _, t in timed if t.text is not None]
+    wave = [t.text for i, t in timed if i < concurrency and t.text is not None]
+    later = [t for i, t in timed if i >= concurrency]
     return {
         **failed,
         "concurrency": concurrency,
         "requests": len(timed),
-        "first_chunk_ms_p50": round(1000 * statistics.median(firsts), 2),
-        "first_text_ms_p50": round(1000 * statistics.median(texts), 2),
+        "first_chunk_ms_p50": _p50_ms(firsts),
+        "first_text_ms_p50": _p50_ms(texts),
         "first_chunk_ms_p90": _ms(firsts, 0.9),
         "first_text_ms_p90": _ms(texts, 0.9),
-        "first_chunk_has_text_share": round(sum(t.first_has_text for t in timed) / len(timed), 3),
+        "first_chunk_has_text_share": round(
+            sum(t.first_has_text for _, t in timed) / len(timed), 3
+        ),
+        "first_wave_first_text_ms_p50": _p50_ms(wave),
+        "later_first_chunk_ms_p50": _p50_ms([t.first for t in later if t.first is not None]),
+        "later_first_text_ms_p50": _p50_ms([t.text for t in later if t.text is not None]),
         "wall_s": round(wall_s, 2),
         "req_per_s": round(len(done) / wall_s, 2) if wall_s > 0 else None,
     }

@@ -12,6 +12,8 @@ FIGURES = (
     "first_chunk_ms_p50",
     "first_text_ms_p50",
     "first_text_ms_p90",
+    "first_wave_first_text_ms_p50",
+    "later_first_text_ms_p50",
     "first_chunk_has_text_share",
     "req_per_s",
 )
@@ -79,12 +81,15 @@ def first_text_section(data: dict[str, Any]) -> list[str]:
         "`bench.first_text_load` drives the server as the benchmark does (that many streams "
         "at once, prompts made as the first workload's, `ignore_eos`, every stream read to "
         "its end; three waves, 40 requests at least) and times, for every request, the "
-        "first chunk with choices and the first chunk with text. Medians over rounds.",
+        "first chunk with choices and the first chunk with text. 'first wave': the first "
+        "requests, sent at once (a burst of arrivals); 'later': those sent as others ended "
+        "(steady state; '–' where not recorded). Medians over rounds.",
         "",
         "| conc | first chunk p50 ms vllm | gw | first text p50 ms vllm | gw | ratio | "
-        "first text p90 ms vllm | gw | first chunk has text vllm | gw | req/s vllm | gw | "
-        "rounds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "first text p90 ms vllm | gw | first wave first text p50 ms vllm | gw | "
+        "later first text p50 ms vllm | gw | first chunk has text vllm | gw | "
+        "req/s vllm | gw | rounds |",
+        "|" + "---|" * 17,
     ]
     for c, by_server in medians.items():
         v, g = by_server["vllm"], by_server["gateway"]
@@ -92,7 +97,8 @@ def first_text_section(data: dict[str, Any]) -> list[str]:
         cells += [fmt(v["first_chunk_ms_p50"], "{:.1f}"), fmt(g["first_chunk_ms_p50"], "{:.1f}")]
         cells += [fmt(v["first_text_ms_p50"], "{:.1f}"), fmt(g["first_text_ms_p50"], "{:.1f}")]
         cells.append(fmt(ratio(g["first_text_ms_p50"], v["first_text_ms_p50"]), "{:.3f}"))
-        cells += [fmt(v["first_text_ms_p90"], "{:.1f}"), fmt(g["first_text_ms_p90"], "{:.1f}")]
+        for key in ("first_text_ms_p90", "first_wave_first_text_ms_p50", "later_first_text_ms_p50"):
+            cells += [fmt(v[key], "{:.1f}"), fmt(g[key], "{:.1f}")]
         share = "{:.0%}"
         cells += [
             fmt(v["first_chunk_has_text_share"], share),

@@ -35,7 +35,7 @@ class _CountingHandler(SseChatHandler):
                 self.send_event({"choices": [{"delta": {"role": "assistant", "content": "x"}}]})
             else:
                 self.send_event({"choices": [{"delta": {"role": "assistant", "content": ""}}]})
-                time.sleep(0.02)
+                time.sleep(0.05)
                 self.send_event({"choices": [{"delta": {"reasoning_content": "y"}}]})
             time.sleep(0.05)
             self.send_event({"choices": [], "usage": {"completion_tokens": 2}})
@@ -66,9 +66,17 @@ def test_the_probe_keeps_concurrency_streams_open_and_times_both_moments() -> No
     assert out["first_text_ms_p50"] >= out["first_chunk_ms_p50"]
     assert out["first_text_ms_p90"] >= out["first_text_ms_p50"]
     # the four without text in their first chunk waited >= 20 ms for it
-    late = sorted(t.text - t.first for t in done if t.text is not None and t.first is not None)
-    assert late[-4] >= 0.02 and late[2] < 0.02
+    assert [i for i, _ in done] == [0, 1, 3, 4, 5, 6, 7]  # sending order; "bad" (2) failed
+    late = sorted(t.text - t.first for _, t in done if t.text is not None and t.first is not None)
+    assert late[:3] == [0.0, 0.0, 0.0]  # text in the first chunk: the same moment
+    assert late[3] >= 0.03  # the four others waited 50 ms for it (a little less, read)
     assert out["concurrency"] == 3 and out["req_per_s"] == round(7 / wall_s, 2)
+    # the first wave: t1 (text at once) and a (text 20 ms later); "bad" timed nothing
+    wave = sorted(t.text for i, t in done if i < 3 and t.text is not None)
+    assert out["first_wave_first_text_ms_p50"] == round(1000 * (wave[0] + wave[1]) / 2, 2)
+    later = [t for i, t in done if i >= 3]
+    assert out["later_first_text_ms_p50"] >= out["later_first_chunk_ms_p50"]
+    assert len(later) == 5
 
 
 def test_run_probe_runs_it_in_a_process_of_its_own(tmp_path: Path) -> None:
@@ -104,6 +112,7 @@ def _probe(c: int, chunk: float, text: float, share: float = 0.5) -> dict[str, A
         "first_chunk_ms_p50": chunk,
         "first_text_ms_p50": text,
         "first_text_ms_p90": 2 * text,
+        "later_first_text_ms_p50": text - 1,
         "first_chunk_has_text_share": share,
         "req_per_s": 10.0,
     }
@@ -133,8 +142,8 @@ def test_report_medians_pair_the_servers_per_concurrency() -> None:
     assert "c=32" in goal and measured == "130.0 vs 150.0 ms" and met
     rows = [line for line in first_text_section(_data()) if line.startswith("| 32 |")]
     assert rows == [
-        "| 32 | 110.0 | 130.0 | 150.0 | 130.0 | 0.867 | 300.0 | 260.0 | 0% | 100% | 10.00 | "
-        "10.00 | 2 / 1 |"
+        "| 32 | 110.0 | 130.0 | 150.0 | 130.0 | 0.867 | 300.0 | 260.0 | – | – | 149.0 | 129.0 | "
+        "0% | 100% | 10.00 | 10.00 | 2 / 1 |"
     ]
 
 
