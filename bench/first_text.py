@@ -14,7 +14,7 @@ import random
 import statistics
 from typing import Any
 
-from bench.sse import StreamTimes, chat_stream
+from bench.sse import StreamTimes, chat_stream, stream_body
 
 
 def random_prompts(tokenizer_path: str, input_len: int, count: int, seed: int) -> list[str]:
@@ -79,16 +79,10 @@ def first_text_probe(
     with_text = 0
     errors: list[str] = []
     for prompt in prompts:
-        body = {
-            "model": model,
-            "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": out_len,
-            "ignore_eos": True,
-            "stream": True,
-            **sampling,
-        }
         try:
-            first, first_text, first_has_text = timed_stream(port, body)
+            first, first_text, first_has_text = timed_stream(
+                port, stream_body(model, prompt, out_len, sampling)
+            )
         except ValueError as exc:
             errors.append(str(exc))
             continue

@@ -27,29 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.sse import StreamTimes
-
-
-def request_body(spec: dict[str, Any], prompt: str) -> dict[str, Any]:
-    return {
-        "model": spec["model"],
-        "messages": [{"role": "user", "content": prompt}],
-        "max_tokens": spec["out_len"],
-        "ignore_eos": True,
-        "stream": True,
-        **spec.get("sampling", {}),
-    }
-
-
-def feed_line(times: StreamTimes, now: float, line: bytes) -> None:
-    """One line of an SSE response: a `data: {...}` event is seen at `now`."""
-    line = line.strip()
-    if line.startswith(b"data: {"):
-        try:
-            event = json.loads(line[6:])
-        except ValueError:
-            return
-        times.see(now, event)
+from bench.sse import StreamTimes, data_event, stream_body
 
 
 async def one_stream(session: Any, url: str, body: dict[str, Any]) -> StreamTimes:
@@ -61,7 +39,9 @@ async def one_stream(session: Any, url: str, body: dict[str, Any]) -> StreamTime
             answer = (await response.read())[:300].decode(errors="replace")
             raise ValueError(f"HTTP {response.status}: {answer}")
         async for line in response.content:
-            feed_line(times, time.perf_counter() - start, line)
+            event = data_event(line)
+            if event is not None:
+                times.see(time.perf_counter() - start, event)
     return times
 
 
@@ -81,11 +61,14 @@ async def drive(spec: dict[str, Any]) -> tuple[list[Timed], list[str], float]:
     timeout = aiohttp.ClientTimeout(total=600)
     connector = aiohttp.TCPConnector(limit=concurrency)
 
+    sampling = spec.get("sampling", {})
+
     async def worker(session: Any) -> None:
         while pending:
             index, prompt = pending.pop()
+            body = stream_body(spec["model"], prompt, spec["out_len"], sampling)
             try:
-                done.append((index, await one_stream(session, url, request_body(spec, prompt))))
+                done.append((index, await one_stream(session, url, body)))
             except (TimeoutError, ValueError, aiohttp.ClientError) as exc:
                 errors.append(str(exc) or type(exc).__name__)
 

@@ -45,10 +45,37 @@ def sse_events(
         buf += piece
         while b"\n\n" in buf:
             frame, buf = buf.split(b"\n\n", 1)
-            frame = frame.strip()
-            if frame.startswith(b"data: {"):
-                with contextlib.suppress(ValueError):
-                    yield now, json.loads(frame[6:])
+            event = data_event(frame)
+            if event is not None:
+                yield now, event
+
+
+def data_event(frame: bytes) -> dict[str, Any] | None:
+    """The JSON payload of one SSE `data: {...}` frame or line; None for anything else
+    (`[DONE]`, comments, a payload that is not JSON)."""
+    frame = frame.strip()
+    if not frame.startswith(b"data: {"):
+        return None
+    try:
+        event: dict[str, Any] = json.loads(frame[6:])
+    except ValueError:
+        return None
+    return event
+
+
+def stream_body(
+    model: str, prompt: str, out_len: int, sampling: dict[str, float]
+) -> dict[str, Any]:
+    """A streamed chat request as the benchmark sends one: one user message, `out_len`
+    tokens exactly (`ignore_eos`)."""
+    return {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": out_len,
+        "ignore_eos": True,
+        "stream": True,
+        **sampling,
+    }
 
 
 def first_delta(event: dict[str, Any]) -> dict[str, Any] | None:
