@@ -132,7 +132,7 @@ def run_probe(
 ) -> dict[str, Any]:
     """Run the probe in a process of its own (its own session, so that its CPU weight is
     raised as the benchmark client's is) and return its result; {"error": ...} when it
-    fails."""
+    fails. The spec file (the prompts: 2.4 MB at c=256 on the H200) goes once it is read."""
     spec_path.write_text(json.dumps(spec) + "\n")
     try:
         done = subprocess.run(
@@ -142,6 +142,8 @@ def run_probe(
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         return {"concurrency": spec["concurrency"], "error": f"timed out after {timeout_s:.0f} s"}
+    finally:
+        spec_path.unlink(missing_ok=True)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         tail = (done.stderr or done.stdout).strip()[-300:]
