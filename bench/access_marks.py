@@ -11,6 +11,14 @@ to its start + wall time + 1 s, or to the next run's start if that comes first; 
 in UTC, as on the lent machines; with whole-second starts, as before session 28, each run's
 first second is left out). Markdown on stdout: per run, the lines counted and the
 medians of the three marks and of the way out (first byte − first output).
+
+Then, for each first-text load probe of the gateway (`bench.first_text_load`, which
+records when it started), its requests as the app saw them: each one's arrival is its
+line's time less its latency; the first wave is the first `concurrency` to arrive (the
+probe sends them at once), the rest came as others ended. Per part: how long after the
+first arrival the requests reached the app (p50, p90, max: how fast a burst gets through
+the HTTP workers), and the medians of the prompt ready and the engine's first output since
+each request's arrival.
 """
 
 from __future__ import annotations
@@ -27,12 +35,14 @@ from typing import Any
 from app.access_log import MARKS
 
 _TEXT = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) \S+ app\.access ")
+_LATENCY = re.compile(r" \d{3} ([0-9.]+)s(?: |$)")
 _MARK = re.compile(rf" ({'|'.join(MARKS)})=([0-9.]+)ms")
 
 
 def parse_line(line: str) -> tuple[float, dict[str, float]] | None:
-    """(unix time, the marks) of one access-log line, text or JSON; None for any other
-    line or an access line without all three marks."""
+    """(unix time, the marks) of one access-log line, text or JSON, the marks with the
+    request's whole `latency` in ms beside them; None for any other line or an access
+    line without all three marks."""
     if line.startswith("{"):
         try:
             entry = json.loads(line)
@@ -41,15 +51,18 @@ def parse_line(line: str) -> tuple[float, dict[str, float]] | None:
         if entry.get("logger") != "app.access":
             return None
         marks = {name: entry.get(f"{name}_ms") for name in MARKS}
-        if any(v is None for v in marks.values()):
+        if any(v is None for v in marks.values()) or entry.get("latency_s") is None:
             return None
+        marks["latency"] = float(entry["latency_s"]) * 1000
         return datetime.fromisoformat(entry["time"]).timestamp(), marks
     head = _TEXT.match(line)
-    if head is None:
+    latency = _LATENCY.search(line)
+    if head is None or latency is None:
         return None
     found = {name: float(value) for name, value in _MARK.findall(line)}
     if set(found) != set(MARKS):
         return None
+    found["latency"] = float(latency.group(1)) * 1000
     when = datetime.strptime(head.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
     return when.timestamp() + int(head.group(2)) / 1000, found
 
@@ -92,12 +105,60 @@ def summarize(runs: list[dict[str, Any]], lines: list[tuple[float, dict[str, flo
     return "\n".join(out)
 
 
+def _spread(values: list[float]) -> str:
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    return f"{statistics.median(ordered):.1f}, {p90:.1f}, {ordered[-1]:.1f}"
+
+
+def probe_rows(sessions: list[dict[str, Any]], lines: list[tuple[float, dict[str, float]]]) -> str:
+    """The markdown table of the gateway's load probes, first wave and later requests
+    apart; empty where no probe recorded its start or none has access lines."""
+    out = [
+        "| probe | part | requests | reached the app after the first: p50, p90, max ms "
+        "| prompt ready | engine's first output |",
+        "|---|---|---|---|---|---|",
+    ]
+    for session in sessions:
+        if session.get("server") != "gateway":
+            continue
+        for probe in session.get("first_text_load") or []:
+            if not probe.get("started") or not probe.get("wall_s"):
+                continue
+            low = datetime.fromisoformat(probe["started"]).timestamp()
+            high = low + float(probe["wall_s"]) + 1.0
+            mine = sorted(
+                (
+                    (when - marks["latency"] / 1000, marks)
+                    for when, marks in lines
+                    if low <= when <= high
+                ),
+                key=lambda item: item[0],
+            )
+            if not mine:
+                continue
+            first = mine[0][0]
+            size = int(probe["concurrency"])
+            name = f"gateway r{session.get('round')} c={size}"
+            for part, group in (("first wave", mine[:size]), ("later", mine[size:])):
+                if not group:
+                    continue
+                out.append(
+                    f"| {name} | {part} | {len(group)} | "
+                    f"{_spread([(at - first) * 1000 for at, _ in group])} | "
+                    f"{_p50([m['prompt'] for _, m in group])} | "
+                    f"{_p50([m['first_output'] for _, m in group])} |"
+                )
+    return "\n".join(out) if len(out) > 2 else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("logs", nargs="+", type=Path, help="the gateway's server logs")
     args = parser.parse_args(argv)
-    runs = json.loads(args.results.read_text()).get("runs", [])
+    results = json.loads(args.results.read_text())
+    runs = results.get("runs", [])
     lines = []
     for log in args.logs:
         for text in log.read_text(errors="replace").splitlines():
@@ -106,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
                 lines.append(parsed)
     print("medians in ms since each request reached the app\n")
     print(summarize(runs, lines))
+    probes = probe_rows(results.get("sessions", []), lines)
+    if probes:
+        print("\nload probes, as the app saw them (ms since each request reached it)\n")
+        print(probes)
     return 0
 
 

@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -158,8 +159,10 @@ def main(argv: list[str]) -> int:
     favour_client()
     with open(argv[0], encoding="utf-8") as fh:
         spec = json.load(fh)
+    started = datetime.now(UTC).isoformat()  # for bench.access_marks' probe rows
     done, errors, wall_s = asyncio.run(drive(spec))
-    print(json.dumps(summarize(done, errors, wall_s, int(spec["concurrency"]))), flush=True)
+    result = summarize(done, errors, wall_s, int(spec["concurrency"]))
+    print(json.dumps({**result, "started": started}), flush=True)
     return 0
 
 

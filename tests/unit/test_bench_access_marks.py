@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from pathlib import Path
@@ -54,7 +55,8 @@ def test_both_log_formats_give_the_time_and_the_marks(fmt: str) -> None:
     assert parsed is not None
     when, marks = parsed
     assert when == pytest.approx(WHEN, abs=0.002)
-    assert marks == pytest.approx(MARKS, abs=0.051)  # the text line has one decimal
+    # the text line has one decimal; the latency (0.05 s) comes in ms beside the marks
+    assert marks == pytest.approx({**MARKS, "latency": 50.0}, abs=0.051)
 
 
 def test_other_lines_and_lines_without_every_mark_are_skipped() -> None:
@@ -116,3 +118,52 @@ def test_a_start_to_the_millisecond_opens_its_window_at_once() -> None:
     later = access_marks.run_window({"started": "2026-12-02T21:14:12.750+00:00", "wall_s": 1})
     low, high = access_marks.run_window(run, [later[0]])
     assert (high - low, later[1] - later[0]) == (1.5, 2.0)
+
+
+def _probe_line(
+    arrival: float, latency_ms: float, prompt: float, first_output: float
+) -> tuple[float, dict[str, float]]:
+    marks = {"prompt": prompt, "first_output": first_output, "first_byte": first_output + 0.5}
+    return arrival + latency_ms / 1000, {**marks, "latency": latency_ms}
+
+
+def test_a_probes_first_wave_is_the_first_to_reach_the_app() -> None:
+    """bench.first_text_load's requests: the first `concurrency` arrivals (line time less
+    latency, whatever order the lines were written in) against the rest."""
+    sessions = [
+        {"server": "vllm", "first_text_load": [{"concurrency": 2, "started": "x"}]},
+        {"server": "gateway", "round": 1, "first_text_load": [
+            {"concurrency": 2, "wall_s": 3.0, "started": "2026-12-02T16:51:30.500000+00:00"},
+            {"concurrency": 64, "wall_s": 3.0},  # recorded before probes had a start
+        ]},
+    ]  # fmt: skip
+    lines = [
+        _probe_line(WHEN + 0.020, 900.0, 1.0, 400.0),  # second to arrive, ends last
+        _probe_line(WHEN + 0.002, 300.0, 2.0, 100.0),  # first
+        _probe_line(WHEN + 0.400, 200.0, 3.0, 50.0),  # later ones
+        _probe_line(WHEN + 0.600, 200.0, 5.0, 70.0),
+        _probe_line(WHEN + 0.600, 200.0, 5.0, 70.0),  # arrived with the one before
+        _probe_line(WHEN + 9.000, 200.0, 5.0, 70.0),  # after the probe
+    ]
+    table = access_marks.probe_rows(sessions, lines).splitlines()
+    assert table[2] == "| gateway r1 c=2 | first wave | 2 | 9.0, 18.0, 18.0 | 1.50 | 250.00 |"
+    assert table[3] == "| gateway r1 c=2 | later | 3 | 598.0, 598.0, 598.0 | 5.00 | 70.00 |"
+    assert len(table) == 4
+    assert access_marks.probe_rows(sessions[:1], lines) == ""  # no gateway probe: no table
+
+
+def test_the_run_table_and_the_probe_table_from_a_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "server-gateway-r1.log"
+    log.write_text(text_line(access_record(MARKS, WHEN + 0.05)) + "\nunrelated line\n")
+    probe = {"concurrency": 1, "wall_s": 1.0, "started": "2026-12-02T16:51:30.400000+00:00"}
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"runs": [], "sessions": [
+        {"server": "gateway", "round": 1, "first_text_load": [probe]},
+    ]}))  # fmt: skip
+    assert access_marks.main([str(results), str(log)]) == 0
+    # the text line's marks have one decimal: first_output 30.25 is written 30.2
+    assert "| gateway r1 c=1 | first wave | 1 | 0.0, 0.0, 0.0 | 5.50 | 30.20 |" in (
+        capsys.readouterr().out
+    )

@@ -7,6 +7,7 @@ import asyncio
 import sys
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -85,6 +86,7 @@ def test_run_probe_runs_it_in_a_process_of_its_own(tmp_path: Path) -> None:
     assert out["requests"] == 2 and out["concurrency"] == 2 and "failed" not in out
     assert out["first_chunk_has_text_share"] == 0.0  # the stand-in's role chunk is empty
     assert list(tmp_path.iterdir()) == []  # the prompts' file is not left in the results
+    assert datetime.fromisoformat(out["started"]).tzinfo is not None  # for bench.access_marks
 
 
 def test_run_probe_reports_a_server_that_is_not_there(tmp_path: Path) -> None:
