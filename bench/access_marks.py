@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from app.access_log import MARKS
+from bench.report_data import nearest_rank
 
 _TEXT = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) \S+ app\.access ")
 _LATENCY = re.compile(r" \d{3} ([0-9.]+)s(?: |$)")
@@ -106,9 +107,19 @@ def summarize(runs: list[dict[str, Any]], lines: list[tuple[float, dict[str, flo
 
 
 def _spread(values: list[float]) -> str:
-    ordered = sorted(values)
-    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
-    return f"{statistics.median(ordered):.1f}, {p90:.1f}, {ordered[-1]:.1f}"
+    p90 = nearest_rank(values, 0.9)
+    return f"{statistics.median(values):.1f}, {p90:.1f}, {max(values):.1f}"
+
+
+def _arrivals(
+    probe: dict[str, Any], lines: list[tuple[float, dict[str, float]]]
+) -> list[tuple[float, dict[str, float]]]:
+    """(arrival at the app, marks) of the access lines written during `probe`, by
+    arrival: a line's time less its request's latency."""
+    low = datetime.fromisoformat(probe["started"]).timestamp()
+    high = low + float(probe["wall_s"]) + 1.0
+    mine = [(when - m["latency"] / 1000, m) for when, m in lines if low <= when <= high]
+    return sorted(mine, key=lambda item: item[0])
 
 
 def probe_rows(sessions: list[dict[str, Any]], lines: list[tuple[float, dict[str, float]]]) -> str:
@@ -125,16 +136,7 @@ def probe_rows(sessions: list[dict[str, Any]], lines: list[tuple[float, dict[str
         for probe in session.get("first_text_load") or []:
             if not probe.get("started") or not probe.get("wall_s"):
                 continue
-            low = datetime.fromisoformat(probe["started"]).timestamp()
-            high = low + float(probe["wall_s"]) + 1.0
-            mine = sorted(
-                (
-                    (when - marks["latency"] / 1000, marks)
-                    for when, marks in lines
-                    if low <= when <= high
-                ),
-                key=lambda item: item[0],
-            )
+            mine = _arrivals(probe, lines)
             if not mine:
                 continue
             first = mine[0][0]

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.report_data import nearest_rank
 from bench.sse import StreamTimes, data_event, stream_body
 
 
@@ -80,8 +81,7 @@ async def drive(spec: dict[str, Any]) -> tuple[list[Timed], list[str], float]:
 
 
 def _ms(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
+    return round(1000 * nearest_rank(values, q), 2)
 
 
 def _p50_ms(values: list[float]) -> float | None:

@@ -80,6 +80,12 @@ def backfill_engine_config(data: dict[str, Any], folder: Path) -> None:
             data.setdefault("engine_configs", {})[sha] = config
 
 
+def nearest_rank(values: Sequence[float], q: float) -> float:
+    """The value at quantile `q` of `values`, by nearest rank (the load probe's p90s)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 def median(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
