@@ -9,6 +9,9 @@ them, it also carries when (milliseconds since the request reached the app; `rec
 its prompt was ready for the engine (`prompt_ms`), the engine's first output came
 (`first_output_ms`) and its first response bytes went to the server (`first_byte_ms`):
 time to first token, split into the gateway's preparation, the engine and the way out.
+Where vLLM timed the request's way through its engine core (`RequestOutput.metrics`), the
+line also says when the engine core queued it (`queued_ms`), first scheduled it
+(`scheduled_ms`) and made its first token (`first_token_ms`): `record_engine_marks`.
 """
 
 from __future__ import annotations
@@ -37,8 +40,12 @@ class Usage:
             self.marks[name] = (time.perf_counter() - self.start) * 1000
 
 
-MARKS = ("prompt", "first_output", "first_byte")
+MARKS = ("prompt", "queued", "scheduled", "first_token", "first_output", "first_byte")
 """The points along a request that its line reports, in the order a request reaches them."""
+
+ENGINE_MARKS = {"queued": "queued_ts", "scheduled": "scheduled_ts", "first_token": "first_token_ts"}
+"""The marks the engine core times, by the field of vLLM's `RequestStateStats` that holds
+each (the engine core's `time.monotonic()`, the clock of `Usage.start` too)."""
 
 
 usage_scope: contextvars.ContextVar[Usage | None] = contextvars.ContextVar(
@@ -59,6 +66,21 @@ def record_mark(name: str) -> None:
     usage = usage_scope.get()
     if usage is not None:
         usage.mark(name)
+
+
+def record_engine_marks(stats: object) -> None:
+    """Note when the engine core queued, first scheduled and first sampled the current
+    request, from `stats` (vLLM's `RequestStateStats`, a `RequestOutput`'s `metrics`; the
+    timestamps it has not set yet are 0 and skipped). On Linux `time.perf_counter` and the
+    engine core's `time.monotonic` read the same clock (CLOCK_MONOTONIC), so the marks are
+    times since the request reached the app like the others. No-op outside a request."""
+    usage = usage_scope.get()
+    if usage is None or stats is None:
+        return
+    for name, attr in ENGINE_MARKS.items():
+        at = getattr(stats, attr, None)
+        if isinstance(at, float) and at > 0 and name not in usage.marks:
+            usage.marks[name] = (at - usage.start) * 1000
 
 
 def record_error(code: str) -> None:

@@ -6,19 +6,24 @@ For a run of `bench.run` with the gateway started with `--access-log` (e.g.
 `--gateway-args=--access-log`), each chat request's line says when its prompt was ready
 for the engine, when the engine's first output came and when its first bytes went out
 (`prompt_ms`, `first_output_ms`, `first_byte_ms`, since the request reached the app;
-app/access_log.py). A line belongs to the run whose time window holds it (the run's start
-to its start + wall time + 1 s, or to the next run's start if that comes first; log times
-in UTC, as on the lent machines; with whole-second starts, as before session 28, each run's
-first second is left out). Markdown on stdout: per run, the lines counted and the
-medians of the three marks and of the way out (first byte − first output).
+app/access_log.py), and, where vLLM timed it in its engine core, when the engine core
+queued it, first scheduled it and made its first token (`queued_ms`, `scheduled_ms`,
+`first_token_ms`: the same clock). A line belongs to the run whose time window holds it
+(the run's start to its start + wall time + 1 s, or to the next run's start if that comes
+first; log times in UTC, as on the lent machines; with whole-second starts, as before
+session 28, each run's first second is left out). Markdown on stdout: per run, the lines
+counted, the medians of the three marks and of the way out (first byte − first output),
+and the engine's part split in four: into the engine core (queued − prompt ready), its
+queue (scheduled − queued), its prefill (first token − scheduled) and back to the HTTP
+worker (first output − first token); "–" where the lines lack the engine's marks.
 
 Then, for each first-text load probe of the gateway (`bench.first_text_load`, which
 records when it started), its requests as the app saw them: each one's arrival is its
 line's time less its latency; the first wave is the first `concurrency` to arrive (the
 probe sends them at once), the rest came as others ended. Per part: how long after the
 first arrival the requests reached the app (p50, p90, max: how fast a burst gets through
-the HTTP workers), and the medians of the prompt ready and the engine's first output since
-each request's arrival.
+the HTTP workers), the medians of the prompt ready and the engine's first output since
+each request's arrival, and the engine's part split as above.
 """
 
 from __future__ import annotations
@@ -32,18 +37,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.access_log import MARKS
+from app.access_log import ENGINE_MARKS, MARKS
 from bench.report_data import nearest_rank
 
 _TEXT = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) \S+ app\.access ")
 _LATENCY = re.compile(r" \d{3} ([0-9.]+)s(?: |$)")
 _MARK = re.compile(rf" ({'|'.join(MARKS)})=([0-9.]+)ms")
+REQUIRED = tuple(name for name in MARKS if name not in ENGINE_MARKS)
+"""The marks every chat line has; the engine's are there where vLLM timed the request."""
+SEGMENTS = {
+    "into the engine core": ("prompt", "queued"),
+    "queue": ("queued", "scheduled"),
+    "prefill": ("scheduled", "first_token"),
+    "back to the worker": ("first_token", "first_output"),
+}
+"""The engine's part of a request's time to first token, split by its marks."""
 
 
 def parse_line(line: str) -> tuple[float, dict[str, float]] | None:
     """(unix time, the marks) of one access-log line, text or JSON, the marks with the
     request's whole `latency` in ms beside them; None for any other line or an access
-    line without all three marks."""
+    line without the three marks of REQUIRED (the engine's are optional)."""
     if line.startswith("{"):
         try:
             entry = json.loads(line)
@@ -51,9 +65,10 @@ def parse_line(line: str) -> tuple[float, dict[str, float]] | None:
             return None
         if entry.get("logger") != "app.access":
             return None
-        marks = {name: entry.get(f"{name}_ms") for name in MARKS}
-        if any(v is None for v in marks.values()) or entry.get("latency_s") is None:
+        values = {name: entry.get(f"{name}_ms") for name in MARKS}
+        if any(values[n] is None for n in REQUIRED) or entry.get("latency_s") is None:
             return None
+        marks = {name: float(v) for name, v in values.items() if v is not None}
         marks["latency"] = float(entry["latency_s"]) * 1000
         return datetime.fromisoformat(entry["time"]).timestamp(), marks
     head = _TEXT.match(line)
@@ -61,7 +76,7 @@ def parse_line(line: str) -> tuple[float, dict[str, float]] | None:
     if head is None or latency is None:
         return None
     found = {name: float(value) for name, value in _MARK.findall(line)}
-    if set(found) != set(MARKS):
+    if not set(REQUIRED) <= set(found):
         return None
     found["latency"] = float(latency.group(1)) * 1000
     when = datetime.strptime(head.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
@@ -80,14 +95,24 @@ def run_window(run: dict[str, Any], starts: list[float] | None = None) -> tuple[
 
 
 def _p50(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f}"
+    return f"{statistics.median(values):.2f}" if values else "–"
+
+
+def _segments(marks: list[dict[str, float]]) -> str:
+    """The medians of SEGMENTS over the lines that have both of a segment's marks."""
+    return " | ".join(
+        _p50([m[end] - m[start] for m in marks if start in m and end in m])
+        for start, end in SEGMENTS.values()
+    )
 
 
 def summarize(runs: list[dict[str, Any]], lines: list[tuple[float, dict[str, float]]]) -> str:
     """The markdown table: a row per gateway run that has access lines in its window."""
     out = [
-        "| run | lines | prompt ready | engine's first output | first byte | way out |",
-        "|---|---|---|---|---|---|",
+        "| run | lines | prompt ready | engine's first output | first byte | way out | "
+        + " | ".join(SEGMENTS)
+        + " |",
+        "|---|---|---|---|---|---|" + "---|" * len(SEGMENTS),
     ]
     starts = [datetime.fromisoformat(r["started"]).timestamp() for r in runs if r.get("started")]
     for run in runs:
@@ -100,8 +125,10 @@ def summarize(runs: list[dict[str, Any]], lines: list[tuple[float, dict[str, flo
         name = f"gateway r{run['round']} {run['workload']}@{run['concurrency']}"
         out.append(
             f"| {name} | {len(mine)} | "
-            + " | ".join(_p50([m[k] for m in mine]) for k in MARKS)
-            + f" | {_p50([m['first_byte'] - m['first_output'] for m in mine])} |"
+            + " | ".join(_p50([m[k] for m in mine]) for k in REQUIRED)
+            + f" | {_p50([m['first_byte'] - m['first_output'] for m in mine])} | "
+            + _segments(mine)
+            + " |"
         )
     return "\n".join(out)
 
@@ -127,8 +154,8 @@ def probe_rows(sessions: list[dict[str, Any]], lines: list[tuple[float, dict[str
     apart; empty where no probe recorded its start or none has access lines."""
     out = [
         "| probe | part | requests | reached the app after the first: p50, p90, max ms "
-        "| prompt ready | engine's first output |",
-        "|---|---|---|---|---|---|",
+        "| prompt ready | engine's first output | " + " | ".join(SEGMENTS) + " |",
+        "|---|---|---|---|---|---|" + "---|" * len(SEGMENTS),
     ]
     for session in sessions:
         if session.get("server") != "gateway":
@@ -149,7 +176,8 @@ def probe_rows(sessions: list[dict[str, Any]], lines: list[tuple[float, dict[str
                     f"| {name} | {part} | {len(group)} | "
                     f"{_spread([(at - first) * 1000 for at, _ in group])} | "
                     f"{_p50([m['prompt'] for _, m in group])} | "
-                    f"{_p50([m['first_output'] for _, m in group])} |"
+                    f"{_p50([m['first_output'] for _, m in group])} | "
+                    f"{_segments([m for _, m in group])} |"
                 )
     return "\n".join(out) if len(out) > 2 else ""
 

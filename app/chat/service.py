@@ -7,7 +7,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.access_log import record_mark, record_usage
+from app.access_log import record_engine_marks, record_mark, record_usage
 from app.chat import wire
 from app.chat.budget import budgeted
 from app.chat.prompt import Prompt
@@ -86,8 +86,12 @@ async def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
             job.arrival_time,
         )
     texts = _own_texts(engine, job) if plain else None
+    first = plain
     try:
         async for step in source:
+            if first:
+                first = False
+                record_engine_marks(getattr(step, "metrics", None))
             outputs = step.outputs if plain else step
             for out in outputs:
                 if out.finish_reason == "abort":

@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.access_log import record_mark, record_usage
+from app.access_log import record_engine_marks, record_mark, record_usage
 from app.chat.wire import FrameGroups
 from app.completions import wire
 from app.completions.prepare import CompletionJob
@@ -105,6 +105,7 @@ async def _pieces(
                 index = prompt_index * job.n + out.index
                 choice = choices.get(index)
                 if choice is None:
+                    record_engine_marks(getattr(result, "metrics", None))
                     record_mark("first_output")
                     choice = choices[index] = _Choice(index, TokenTexts(engine.token_bytes))
                 text, ids, positions = "", [], []

@@ -195,8 +195,10 @@ def test_api_keys(pair) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_the_access_log_splits_the_time_to_first_token(pair) -> None:  # type: ignore[no-untyped-def]
-    """A streamed chat's access-log line (JSON): when its prompt was ready, the engine's
-    first output came and its first bytes went out, in that order, within its latency."""
+    """A streamed chat's access-log line (JSON): when its prompt was ready, the engine core
+    queued it, scheduled it and made its first token (vLLM's own timestamps), the engine's
+    first output reached the handler and its first bytes went out, in that order, within
+    its latency."""
     (_, guarded), _ = pair
     body = {"messages": HI, "max_tokens": 4, "stream": True}
     headers = {**AUTH, "X-Request-Id": "marks-1"}
@@ -213,8 +215,10 @@ def test_the_access_log_splits_the_time_to_first_token(pair) -> None:  # type: i
     wait_for(lambda: line() is not None, 5)
     entry = line()
     assert entry is not None
-    marks = [entry["prompt_ms"], entry["first_output_ms"], entry["first_byte_ms"]]
-    assert 0 < marks[0] < marks[1] <= marks[2] < float(entry["latency_s"]) * 1000, entry  # type: ignore[arg-type]
+    names = ("prompt", "queued", "scheduled", "first_token", "first_output", "first_byte")
+    marks = [float(entry[f"{name}_ms"]) for name in names]  # type: ignore[arg-type]
+    assert 0 < marks[0] < marks[1] <= marks[2] < marks[3] < marks[4] <= marks[5], entry
+    assert marks[5] < float(entry["latency_s"]) * 1000, entry  # type: ignore[arg-type]
     assert entry["prompt_tokens"] and entry["completion_tokens"] == 4
 
 

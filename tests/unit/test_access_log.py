@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from prometheus_client import CollectorRegistry
 from starlette.responses import JSONResponse, StreamingResponse
 
-from app.access_log import Usage, record_mark, record_usage
+from app.access_log import Usage, record_engine_marks, record_mark, record_usage, usage_scope
 from app.metrics import gateway_metrics
 from app.observe import ObserveMiddleware
 
@@ -108,3 +108,27 @@ def test_a_mark_counts_the_first_time_and_not_outside_a_request() -> None:
     usage.mark("prompt")
     assert usage.marks == {"prompt": 1.5}
     record_mark("prompt")  # no request: nothing to note, no error
+
+
+class _Stats:
+    """The fields of vLLM's RequestStateStats that the access log reads."""
+
+    def __init__(self, queued_ts: float, scheduled_ts: float, first_token_ts: float) -> None:
+        self.queued_ts, self.scheduled_ts, self.first_token_ts = (
+            queued_ts,
+            scheduled_ts,
+            first_token_ts,
+        )
+
+
+def test_the_engines_timestamps_become_marks_since_the_request_arrived() -> None:
+    usage = Usage(start=100.0)
+    token = usage_scope.set(usage)
+    try:
+        record_engine_marks(_Stats(100.002, 100.0105, 0.0))  # no first token yet: skipped
+        record_engine_marks(_Stats(200.0, 200.0, 100.03))  # the first time counts
+        record_engine_marks(None)  # vLLM without stats: nothing
+    finally:
+        usage_scope.reset(token)
+    assert usage.marks == pytest.approx({"queued": 2.0, "scheduled": 10.5, "first_token": 30.0})
+    record_engine_marks(_Stats(1.0, 2.0, 3.0))  # no request: nothing to note, no error

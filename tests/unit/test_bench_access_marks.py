@@ -44,6 +44,7 @@ def text_line(record: logging.LogRecord) -> str:
 
 
 MARKS = {"prompt": 5.5, "first_output": 30.25, "first_byte": 31.0}
+NO_ENGINE = " – | – | – | – |"  # the engine's four segments of a line without its marks
 WHEN = 1796230290.5  # 2026-12-02T16:51:30.5Z
 
 
@@ -57,6 +58,36 @@ def test_both_log_formats_give_the_time_and_the_marks(fmt: str) -> None:
     assert when == pytest.approx(WHEN, abs=0.002)
     # the text line has one decimal; the latency (0.05 s) comes in ms beside the marks
     assert marks == pytest.approx({**MARKS, "latency": 50.0}, abs=0.051)
+
+
+ENGINE = {"queued": 6.0, "scheduled": 9.5, "first_token": 29.0}
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_the_engines_marks_come_where_the_line_has_them(fmt: str) -> None:
+    record = access_record({**MARKS, **ENGINE}, WHEN)
+    line = text_line(record) if fmt == "text" else JsonFormatter().format(record)
+    parsed = access_marks.parse_line(line)
+    assert parsed is not None
+    assert parsed[1] == pytest.approx({**MARKS, **ENGINE, "latency": 50.0}, abs=0.051)
+
+
+def test_the_engines_part_is_split_where_lines_have_its_marks() -> None:
+    runs = [
+        {"server": "gateway", "round": 1, "workload": "1024x128", "concurrency": 64,
+         "started": "2026-12-02T16:51:30.000+00:00", "wall_s": 5.0},
+    ]  # fmt: skip
+    later = {"prompt": 1.0, "queued": 3.0, "scheduled": 13.0, "first_token": 53.0}
+    lines = [
+        (WHEN, {**MARKS, **ENGINE}),  # into 0.5, queue 3.5, prefill 19.5, back 1.25
+        (WHEN + 1, {**later, "first_output": 56.0, "first_byte": 56.25}),  # 2, 10, 40, 3
+        (WHEN + 2, MARKS),  # a line without the engine's marks counts in the others only
+    ]
+    table = access_marks.summarize(runs, lines).splitlines()
+    assert table[0].endswith("| into the engine core | queue | prefill | back to the worker |")
+    assert table[2] == (
+        "| gateway r1 1024x128@64 | 3 | 5.50 | 30.25 | 31.00 | 0.75 | 1.25 | 6.75 | 29.75 | 2.12 |"
+    )
 
 
 def test_other_lines_and_lines_without_every_mark_are_skipped() -> None:
@@ -82,7 +113,7 @@ def test_lines_go_to_the_run_whose_window_holds_them(tmp_path: Path) -> None:
         (WHEN + 60, MARKS),  # after every window
     ]
     table = access_marks.summarize(runs, lines).splitlines()
-    assert table[2] == "| gateway r1 1024x128@1 | 2 | 6.00 | 31.25 | 31.75 | 0.50 |"
+    assert table[2] == "| gateway r1 1024x128@1 | 2 | 6.00 | 31.25 | 31.75 | 0.50 |" + NO_ENGINE
     assert len(table) == 3  # no row for the Rust server, none for a run without lines
 
 
@@ -108,8 +139,8 @@ def test_a_window_ends_where_the_next_run_starts() -> None:
         (start + 20, c256),
     ]
     table = access_marks.summarize(runs, lines).splitlines()
-    assert table[2] == "| gateway r2 1024x128@1 | 1 | 3.00 | 20.00 | 20.00 | 0.00 |"
-    assert table[3] == "| gateway r2 1024x128@256 | 2 | 8.00 | 120.00 | 120.50 | 0.50 |"
+    assert table[2] == "| gateway r2 1024x128@1 | 1 | 3.00 | 20.00 | 20.00 | 0.00 |" + NO_ENGINE
+    assert table[3] == "| gateway r2 1024x128@256 | 2 | 8.00 | 120.00 | 120.50 | 0.50 |" + NO_ENGINE
     assert access_marks.run_window(runs[0]) == (start + 1.0, start + 12.22 + 1.0)  # alone
 
 
@@ -146,8 +177,14 @@ def test_a_probes_first_wave_is_the_first_to_reach_the_app() -> None:
         _probe_line(WHEN + 9.000, 200.0, 5.0, 70.0),  # after the probe
     ]
     table = access_marks.probe_rows(sessions, lines).splitlines()
-    assert table[2] == "| gateway r1 c=2 | first wave | 2 | 9.0, 18.0, 18.0 | 1.50 | 250.00 |"
-    assert table[3] == "| gateway r1 c=2 | later | 3 | 598.0, 598.0, 598.0 | 5.00 | 70.00 |"
+    assert (
+        table[2]
+        == "| gateway r1 c=2 | first wave | 2 | 9.0, 18.0, 18.0 | 1.50 | 250.00 |" + NO_ENGINE
+    )
+    assert (
+        table[3]
+        == "| gateway r1 c=2 | later | 3 | 598.0, 598.0, 598.0 | 5.00 | 70.00 |" + NO_ENGINE
+    )
     assert len(table) == 4
     assert access_marks.probe_rows(sessions[:1], lines) == ""  # no gateway probe: no table
 
@@ -164,6 +201,6 @@ def test_the_run_table_and_the_probe_table_from_a_log(
     ]}))  # fmt: skip
     assert access_marks.main([str(results), str(log)]) == 0
     # the text line's marks have one decimal: first_output 30.25 is written 30.2
-    assert "| gateway r1 c=1 | first wave | 1 | 0.0, 0.0, 0.0 | 5.50 | 30.20 |" in (
+    assert "| gateway r1 c=1 | first wave | 1 | 0.0, 0.0, 0.0 | 5.50 | 30.20 |" + NO_ENGINE in (
         capsys.readouterr().out
     )
