@@ -11,7 +11,9 @@ its prompt was ready for the engine (`prompt_ms`), the engine's first output cam
 time to first token, split into the gateway's preparation, the engine and the way out.
 Where vLLM timed the request's way through its engine core (`RequestOutput.metrics`), the
 line also says when the engine core queued it (`queued_ms`), first scheduled it
-(`scheduled_ms`) and made its first token (`first_token_ms`): `record_engine_marks`.
+(`scheduled_ms`) and made its first token (`first_token_ms`), and when this process's
+engine client took in that token (`received_ms`, where vLLM's time to first token ends):
+`record_engine_marks`.
 """
 
 from __future__ import annotations
@@ -40,12 +42,25 @@ class Usage:
             self.marks[name] = (time.perf_counter() - self.start) * 1000
 
 
-MARKS = ("prompt", "queued", "scheduled", "first_token", "first_output", "first_byte")
+MARKS = (
+    "prompt",
+    "queued",
+    "scheduled",
+    "first_token",
+    "received",
+    "first_output",
+    "first_byte",
+)
 """The points along a request that its line reports, in the order a request reaches them."""
 
 ENGINE_MARKS = {"queued": "queued_ts", "scheduled": "scheduled_ts", "first_token": "first_token_ts"}
 """The marks the engine core times, by the field of vLLM's `RequestStateStats` that holds
 each (the engine core's `time.monotonic()`, the clock of `Usage.start` too)."""
+
+RECEIVED = "received"
+"""The mark of when this process's engine client took in the request's first token:
+vLLM's `arrival_time + first_token_latency` (wall clock, its output handler's time for
+the step), moved to `Usage.start`'s clock."""
 
 
 usage_scope: contextvars.ContextVar[Usage | None] = contextvars.ContextVar(
@@ -70,10 +85,11 @@ def record_mark(name: str) -> None:
 
 def record_engine_marks(stats: object) -> None:
     """Note when the engine core queued, first scheduled and first sampled the current
-    request, from `stats` (vLLM's `RequestStateStats`, a `RequestOutput`'s `metrics`; the
-    timestamps it has not set yet are 0 and skipped). On Linux `time.perf_counter` and the
-    engine core's `time.monotonic` read the same clock (CLOCK_MONOTONIC), so the marks are
-    times since the request reached the app like the others. No-op outside a request."""
+    request and when this process's engine client took in that token, from `stats`
+    (vLLM's `RequestStateStats`, a `RequestOutput`'s `metrics`; the timestamps it has not
+    set yet are 0 and skipped). On Linux `time.perf_counter` and the engine core's
+    `time.monotonic` read the same clock (CLOCK_MONOTONIC), so the marks are times since
+    the request reached the app like the others. No-op outside a request."""
     usage = usage_scope.get()
     if usage is None or stats is None:
         return
@@ -81,6 +97,13 @@ def record_engine_marks(stats: object) -> None:
         at = getattr(stats, attr, None)
         if isinstance(at, float) and at > 0 and name not in usage.marks:
             usage.marks[name] = (at - usage.start) * 1000
+    arrival = getattr(stats, "arrival_time", None)
+    latency = getattr(stats, "first_token_latency", None)
+    if RECEIVED in usage.marks or not isinstance(arrival, float):
+        return
+    if isinstance(latency, float) and latency > 0:
+        wall_to_ours = time.perf_counter() - time.time()
+        usage.marks[RECEIVED] = (arrival + latency + wall_to_ours - usage.start) * 1000
 
 
 def record_error(code: str) -> None:

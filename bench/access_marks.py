@@ -8,14 +8,17 @@ for the engine, when the engine's first output came and when its first bytes wen
 (`prompt_ms`, `first_output_ms`, `first_byte_ms`, since the request reached the app;
 app/access_log.py), and, where vLLM timed it in its engine core, when the engine core
 queued it, first scheduled it and made its first token (`queued_ms`, `scheduled_ms`,
-`first_token_ms`: the same clock). A line belongs to the run whose time window holds it
+`first_token_ms`: the same clock) and when the HTTP worker's engine client took in that
+token (`received_ms`). A line belongs to the run whose time window holds it
 (the run's start to its start + wall time + 1 s, or to the next run's start if that comes
 first; log times in UTC, as on the lent machines; with whole-second starts, as before
 session 28, each run's first second is left out). Markdown on stdout: per run, the lines
 counted, the medians of the three marks and of the way out (first byte − first output),
-and the engine's part split in four: into the engine core (queued − prompt ready), its
-queue (scheduled − queued), its prefill (first token − scheduled) and back to the HTTP
-worker (first output − first token); "–" where the lines lack the engine's marks.
+and the engine's part split in five: into the engine core (queued − prompt ready), its
+queue (scheduled − queued), its prefill (first token − scheduled), to the HTTP worker's
+engine client (received − first token: the engine core's output thread, the socket and
+the client's output handler, where vLLM's time to first token ends) and on to the
+request's handler (first output − received); "–" where the lines lack those marks.
 
 Then, for each first-text load probe of the gateway (`bench.first_text_load`, which
 records when it started), its requests as the app saw them: each one's arrival is its
@@ -37,19 +40,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.access_log import ENGINE_MARKS, MARKS
+from app.access_log import ENGINE_MARKS, MARKS, RECEIVED
 from bench.report_data import nearest_rank
 
 _TEXT = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) \S+ app\.access ")
 _LATENCY = re.compile(r" \d{3} ([0-9.]+)s(?: |$)")
 _MARK = re.compile(rf" ({'|'.join(MARKS)})=([0-9.]+)ms")
-REQUIRED = tuple(name for name in MARKS if name not in ENGINE_MARKS)
+REQUIRED = tuple(name for name in MARKS if name not in ENGINE_MARKS and name != RECEIVED)
 """The marks every chat line has; the engine's are there where vLLM timed the request."""
 SEGMENTS = {
     "into the engine core": ("prompt", "queued"),
     "queue": ("queued", "scheduled"),
     "prefill": ("scheduled", "first_token"),
-    "back to the worker": ("first_token", "first_output"),
+    "to the worker's engine client": ("first_token", "received"),
+    "on to the handler": ("received", "first_output"),
 }
 """The engine's part of a request's time to first token, split by its marks."""
 

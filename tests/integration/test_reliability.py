@@ -196,9 +196,9 @@ def test_api_keys(pair) -> None:  # type: ignore[no-untyped-def]
 
 def test_the_access_log_splits_the_time_to_first_token(pair) -> None:  # type: ignore[no-untyped-def]
     """A streamed chat's access-log line (JSON): when its prompt was ready, the engine core
-    queued it, scheduled it and made its first token (vLLM's own timestamps), the engine's
-    first output reached the handler and its first bytes went out, in that order, within
-    its latency."""
+    queued it, scheduled it and made its first token (vLLM's own timestamps), the worker's
+    engine client took the token in, it reached the handler and its first bytes went out,
+    in that order, within its latency."""
     (_, guarded), _ = pair
     body = {"messages": HI, "max_tokens": 4, "stream": True}
     headers = {**AUTH, "X-Request-Id": "marks-1"}
@@ -219,6 +219,10 @@ def test_the_access_log_splits_the_time_to_first_token(pair) -> None:  # type: i
     marks = [float(entry[f"{name}_ms"]) for name in names]  # type: ignore[arg-type]
     assert 0 < marks[0] < marks[1] <= marks[2] < marks[3] < marks[4] <= marks[5], entry
     assert marks[5] < float(entry["latency_s"]) * 1000, entry  # type: ignore[arg-type]
+    # when this process's engine client took the first token in (vLLM's wall clock, moved
+    # to ours: a tenth of a millisecond of slack for the two clocks read apart)
+    received = float(entry["received_ms"])  # type: ignore[arg-type]
+    assert marks[3] < received < marks[4] + 0.1, entry
     assert entry["prompt_tokens"] and entry["completion_tokens"] == 4
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import pytest
 from fastapi import FastAPI
@@ -110,25 +112,29 @@ def test_a_mark_counts_the_first_time_and_not_outside_a_request() -> None:
     record_mark("prompt")  # no request: nothing to note, no error
 
 
+@dataclass
 class _Stats:
     """The fields of vLLM's RequestStateStats that the access log reads."""
 
-    def __init__(self, queued_ts: float, scheduled_ts: float, first_token_ts: float) -> None:
-        self.queued_ts, self.scheduled_ts, self.first_token_ts = (
-            queued_ts,
-            scheduled_ts,
-            first_token_ts,
-        )
+    queued_ts: float
+    scheduled_ts: float
+    first_token_ts: float
+    arrival_time: float = 0.0  # wall clock
+    first_token_latency: float = 0.0  # since arrival_time; 0: no first token yet
 
 
 def test_the_engines_timestamps_become_marks_since_the_request_arrived() -> None:
-    usage = Usage(start=100.0)
+    start = time.perf_counter()
+    usage = Usage(start=start)
+    arrival = time.time()  # the request's arrival on the wall clock, as vLLM keeps it
     token = usage_scope.set(usage)
     try:
-        record_engine_marks(_Stats(100.002, 100.0105, 0.0))  # no first token yet: skipped
-        record_engine_marks(_Stats(200.0, 200.0, 100.03))  # the first time counts
+        record_engine_marks(_Stats(start + 0.002, start + 0.0105, 0.0))  # no first token yet
+        record_engine_marks(_Stats(1.0, 1.0, start + 0.03, arrival, 0.032))  # first time counts
         record_engine_marks(None)  # vLLM without stats: nothing
     finally:
         usage_scope.reset(token)
+    received = usage.marks.pop("received")
     assert usage.marks == pytest.approx({"queued": 2.0, "scheduled": 10.5, "first_token": 30.0})
+    assert received == pytest.approx(32.0, abs=1.0)  # the two clocks read a moment apart
     record_engine_marks(_Stats(1.0, 2.0, 3.0))  # no request: nothing to note, no error

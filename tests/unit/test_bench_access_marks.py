@@ -44,7 +44,7 @@ def text_line(record: logging.LogRecord) -> str:
 
 
 MARKS = {"prompt": 5.5, "first_output": 30.25, "first_byte": 31.0}
-NO_ENGINE = " – | – | – | – |"  # the engine's four segments of a line without its marks
+NO_ENGINE = " – | – | – | – | – |"  # the engine's five segments of a line without its marks
 WHEN = 1796230290.5  # 2026-12-02T16:51:30.5Z
 
 
@@ -60,7 +60,7 @@ def test_both_log_formats_give_the_time_and_the_marks(fmt: str) -> None:
     assert marks == pytest.approx({**MARKS, "latency": 50.0}, abs=0.051)
 
 
-ENGINE = {"queued": 6.0, "scheduled": 9.5, "first_token": 29.0}
+ENGINE = {"queued": 6.0, "scheduled": 9.5, "first_token": 29.0, "received": 29.75}
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
@@ -79,14 +79,19 @@ def test_the_engines_part_is_split_where_lines_have_its_marks() -> None:
     ]  # fmt: skip
     later = {"prompt": 1.0, "queued": 3.0, "scheduled": 13.0, "first_token": 53.0}
     lines = [
-        (WHEN, {**MARKS, **ENGINE}),  # into 0.5, queue 3.5, prefill 19.5, back 1.25
-        (WHEN + 1, {**later, "first_output": 56.0, "first_byte": 56.25}),  # 2, 10, 40, 3
+        (WHEN, {**MARKS, **ENGINE}),  # into 0.5, queue 3.5, prefill 19.5, 0.75 to the
+        # worker's engine client, 0.5 on to the handler
+        (WHEN + 1, {**later, "first_output": 56.0, "first_byte": 56.25}),  # 2, 10, 40, -, -
         (WHEN + 2, MARKS),  # a line without the engine's marks counts in the others only
     ]
     table = access_marks.summarize(runs, lines).splitlines()
-    assert table[0].endswith("| into the engine core | queue | prefill | back to the worker |")
+    assert table[0].endswith(
+        "| into the engine core | queue | prefill | to the worker's engine client"
+        " | on to the handler |"
+    )
     assert table[2] == (
-        "| gateway r1 1024x128@64 | 3 | 5.50 | 30.25 | 31.00 | 0.75 | 1.25 | 6.75 | 29.75 | 2.12 |"
+        "| gateway r1 1024x128@64 | 3 | 5.50 | 30.25 | 31.00 | 0.75"
+        " | 1.25 | 6.75 | 29.75 | 0.75 | 0.50 |"
     )
 
 
