@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from app.first_tokens import first_tokens_first
 from app.step_histogram import batched_prometheus_logger, writes_per_step
 from app.text_stream import Detokenizer, own_detokenizer
 from app.token_bytes import TokenBytes
@@ -266,9 +267,10 @@ async def start_engine(
         llm.shutdown()
         raise
     cached = cache_vllm_settings()
+    reordered = first_tokens_first(getattr(llm, "output_processor", None))
     logger.info(
         "engine ready: model=%s max_model_len=%d max_num_seqs=%d max_num_batched_tokens=%d "
-        "vllm_settings=%s inter_token_latency=%s tokenizer=%s",
+        "vllm_settings=%s inter_token_latency=%s tokenizer=%s first_tokens=%s",
         info.model_path,
         info.max_model_len,
         info.max_num_seqs,
@@ -276,5 +278,6 @@ async def start_engine(
         "cached" if cached else "read each time",
         "per step" if writes_per_step(llm) else "per token",
         "the engine's" if shared is not None else "loaded apart",
+        "first" if reordered else "in the engine's order",
     )
     return Engine(llm, tokenizer, info)

@@ -1,12 +1,12 @@
 """How inference routes answer: an SSE stream, or a JSON body that is abandoned (and its
 engine request aborted) if the client disconnects first.
 
-A stream's engine request is submitted before the response's headers go out: the first
-frame is set in motion as its own task, which runs up to its wait for the engine's first
-output, and only then does the HTTP layer write the headers, so the engine prefills while
-the response is set up instead of after it. On the H200, side by side with the version
-before, that was 0.1-0.5 ms less between a request's arrival and its prefill (paired
-medians; docs/benchmarks/profiling.md, "Session 16").
+A stream's engine request is submitted before the response's headers go out: its frames
+are made and written by a task of its own, set in motion first, which runs up to its wait
+for the engine's first output, and only then does the HTTP layer write the headers, so
+the engine prefills while the response is set up instead of after it. On the H200, side
+by side with the version before, that was 0.1-0.5 ms less between a request's arrival and
+its prefill (paired medians; docs/benchmarks/profiling.md, "Session 16").
 """
 
 from __future__ import annotations
@@ -61,23 +61,69 @@ async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
 
 
 async def streamed(frames: AsyncGenerator[bytes, None]) -> StreamingResponse:
-    """The SSE response for `frames`, its first frame already in the making: when this
-    returns, the first frame's task has run up to its first wait (for a stream, the
+    """The SSE response for `frames`, already under way: when this returns, the task that
+    makes and writes the frames (`_Pump`) has run up to its first wait (for a stream, the
     engine's first output), so the engine request is in."""
-    first = asyncio.ensure_future(anext(frames))
+    pump = _Pump(frames)
     await asyncio.sleep(0)  # one loop turn: the task runs up to its first wait
-    return _PrimedStream(first, frames)
+    return _PrimedStream(pump)
+
+
+class _Pump:
+    """One task that makes a stream's frames and writes each as soon as it is made, the
+    first once the response has started (its headers out): an engine output wakes this
+    one task, not one that makes the frame and then another that writes it, which woke
+    only after every other handler the same engine step had woken (profiling.md, "Session
+    39"). The frame that ends the stream (`[DONE]`, always the last) ends the body too, so
+    the server writes it and the chunked encoding's end at once."""
+
+    def __init__(self, frames: AsyncGenerator[bytes, None]) -> None:
+        self.frames = frames
+        self.writers: asyncio.Future[tuple[Send, Send]] = asyncio.get_running_loop().create_future()
+        self.task = asyncio.ensure_future(self._run())
+
+    def start(self, first: Send, later: Send) -> None:
+        """The response has started: the first frame goes to `first`, the rest to `later`."""
+        self.writers.set_result((first, later))
+
+    async def _run(self) -> None:
+        frame = await anext(self.frames, None)
+        out, later = await self.writers
+        ended = False
+        while frame is not None:
+            ended = frame.endswith(DONE_FRAME)
+            await out({"type": "http.response.body", "body": frame, "more_body": not ended})
+            out = later
+            frame = await anext(self.frames, None)
+        if not ended:
+            await out({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def settle(self) -> None:
+        """Cancel the task if it is still going (the client left, or the response never
+        started), then close the stream, which runs its own cleanup (it aborts an
+        unfinished request)."""
+        if not self.task.done():
+            self.task.cancel()
+            await asyncio.wait({self.task})
+        if not self.task.cancelled():
+            self.task.exception()  # seen: a failure there is the response's to report
+        await self.frames.aclose()
+
+
+async def _no_body() -> AsyncIterator[bytes]:
+    return
+    yield b""  # pragma: no cover - an async generator that yields nothing
 
 
 class _PrimedStream(StreamingResponse):
-    """A StreamingResponse that settles its first frame's task however the response ends:
-    a client gone before the body was iterated would otherwise leave that task (and its
-    engine request) running for no one."""
+    """A StreamingResponse whose body `_Pump` writes: the response sends the headers,
+    hands the pump its `send`s and waits for it; however the response ends, the pump is
+    settled (a client gone before the body was written would otherwise leave it, and its
+    engine request, running for no one)."""
 
-    def __init__(self, first: asyncio.Future[bytes], frames: AsyncGenerator[bytes, None]) -> None:
-        super().__init__(_after(first, frames), media_type="text/event-stream", headers=SSE_HEADERS)
-        self.first = first
-        self.frames = frames
+    def __init__(self, pump: _Pump) -> None:
+        super().__init__(_no_body(), media_type="text/event-stream", headers=SSE_HEADERS)
+        self.pump = pump
         self.wire_send: Send | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -85,50 +131,16 @@ class _PrimedStream(StreamingResponse):
         try:
             await super().__call__(scope, receive, send)
         finally:
-            await _settle(self.first, self.frames)
+            await self.pump.settle()
 
     async def stream_response(self, send: Send) -> None:
-        """Starlette's, but the frame that ends the stream (`[DONE]`, always the last) ends
-        the body too, so the server writes it and the chunked encoding's end at once; and
-        the frames after the first go to the `send` the observing middleware was given
-        (`app.observe.WIRE_SEND`), past the wrappers inside it."""
+        """The headers, then the pump's frames: the first through `send`, the later ones
+        to the `send` the observing middleware was given (`app.observe.WIRE_SEND`), past
+        the wrappers inside it. Cancelled (the client left), it cancels the pump too."""
         start = {"type": "http.response.start", "status": self.status_code}
         await send({**start, "headers": self.raw_headers})
-        ended = False
-        out, later = send, self.wire_send or send
-        async for chunk in self.body_iterator:
-            body = chunk.encode(self.charset) if isinstance(chunk, str) else bytes(chunk)
-            ended = body.endswith(DONE_FRAME)
-            await out({"type": "http.response.body", "body": body, "more_body": not ended})
-            out = later
-        if not ended:
-            await out({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-async def _after(
-    first: asyncio.Future[bytes], frames: AsyncGenerator[bytes, None]
-) -> AsyncIterator[bytes]:
-    try:
-        try:
-            frame = await first
-        except StopAsyncIteration:
-            return
-        yield frame
-        async for frame in frames:
-            yield frame
-    finally:
-        await _settle(first, frames)
-
-
-async def _settle(first: asyncio.Future[bytes], frames: AsyncGenerator[bytes, None]) -> None:
-    """Cancel the first frame's task if it is still waiting (the client left before it),
-    then close the stream, which runs its own cleanup (it aborts an unfinished request)."""
-    if not first.done():
-        first.cancel()
-        await asyncio.wait({first})
-    if not first.cancelled():
-        first.exception()  # seen: a failure there is the stream's to report, not the loop's
-    await frames.aclose()
+        self.pump.start(send, self.wire_send or send)
+        await self.pump.task
 
 
 async def respond(

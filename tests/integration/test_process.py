@@ -122,9 +122,18 @@ def test_on_a_cpu_prompts_are_encoded_by_tokenizers_unless_asked(gateway_at_low_
 def test_it_serves_with_the_engines_own_tokenizer(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
     """app.engine.engine_tokenizer: no second copy of the tokenizer beside vLLM's."""
     _, live = gateway_at_low_limit
-    found = re.search(r"engine ready: .* tokenizer=(.+)", live.log.read_text(errors="replace"))
+    log = live.log.read_text(errors="replace")
+    found = re.search(r"engine ready: .* tokenizer=(.+) first_tokens=", log)
     assert found, "no 'engine ready' line"
     assert found.group(1).strip() == "the engine's"
+
+
+def test_its_engine_client_hands_out_first_tokens_first(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
+    """app.first_tokens: applied to the real AsyncLLM's output processor."""
+    _, live = gateway_at_low_limit
+    found = re.search(r"engine ready: .* first_tokens=(.+)", live.log.read_text(errors="replace"))
+    assert found, "no 'engine ready' line"
+    assert found.group(1).strip() == "first"
 
 
 def test_the_heap_is_trimmed_once_it_is_ready(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]

@@ -4,8 +4,8 @@ is set up, and however the response ends, the stream's own cleanup runs."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any, cast
+from collections.abc import AsyncGenerator
+from typing import Any
 
 import pytest
 from starlette.requests import ClientDisconnect
@@ -36,36 +36,86 @@ class Source:
             self.events.append("closed")
 
 
-def body(response: Any) -> AsyncIterator[bytes]:
-    return cast(AsyncIterator[bytes], response.body_iterator)
+async def _never() -> dict[str, Any]:  # pragma: no cover - ASGI 2.4 does not listen
+    await asyncio.Event().wait()
+    return {}
+
+
+def _scope(version: str, state: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"type": "http", "asgi": {"spec_version": version}, "state": state or {}}
 
 
 async def test_the_first_frame_is_under_way_before_the_response_exists() -> None:
     source = Source([b"a", b"b"])
     response = await streamed(source.stream())
-    assert source.events == ["submitted"]  # in flight, though nothing has iterated yet
+    assert source.events == ["submitted"]  # in flight, though nothing has been sent yet
     assert response.media_type == "text/event-stream"
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
     source.release.set()
-    assert [f async for f in body(response)] == [b"a", b"b"]
+    await asyncio.wait_for(response(_scope("2.4"), _never, send), 5)
+    assert [m.get("body") for m in sent[1:]] == [b"a", b"b", b""]
     assert source.events == ["submitted", "closed"]
 
 
-async def test_closing_before_the_first_frame_cancels_the_work() -> None:
+async def test_the_first_frame_is_written_by_the_task_that_makes_it() -> None:
+    """The engine's first output wakes one task, which makes the frame and writes it:
+    by the time that task yields again, the frame is out."""
     source = Source([b"a"])
-    frames = body(await streamed(source.stream()))
-    consumer = asyncio.ensure_future(frames.__anext__())
+    response = await streamed(source.stream())
+    sent: list[bytes] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        if message.get("body"):
+            sent.append(message["body"])
+
+    serving = asyncio.ensure_future(response(_scope("2.4"), _never, send))
+    await asyncio.sleep(0.01)  # the headers are out, the first frame's task waits
+    source.release.set()
+    await asyncio.sleep(0)  # one loop turn: only the woken task runs
+    assert sent == [b"a"]
+    await asyncio.wait_for(serving, 5)
+
+
+async def test_a_client_gone_before_the_first_frame_cancels_the_work() -> None:
+    """ASGI 2.3 (uvicorn): `receive` says the client left while the engine was still on
+    the first token; Starlette cancels the response, and the response the frames' task."""
+    source = Source([b"a"])
+    response = await streamed(source.stream())
+    gone = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        await gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        pass
+
+    serving = asyncio.ensure_future(response(_scope("2.3"), receive, send))
     await asyncio.sleep(0.01)
-    consumer.cancel()  # the client left while the engine was still on the first token
-    await asyncio.gather(consumer, return_exceptions=True)
+    gone.set()
+    await asyncio.wait_for(serving, 5)
     assert source.events == ["submitted", "cancelled", "closed"]
 
 
-async def test_closing_after_the_first_frame_closes_the_stream() -> None:
+async def test_a_client_gone_after_the_first_frame_closes_the_stream() -> None:
+    """ASGI 2.4: the second frame's send fails (the client left)."""
     source = Source([b"a", b"b", b"c"])
     source.release.set()
-    frames = body(await streamed(source.stream()))
-    assert await frames.__anext__() == b"a"
-    await frames.aclose()  # type: ignore[attr-defined]
+    response = await streamed(source.stream())
+    sent: list[bytes] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        if message.get("body") == b"b":
+            raise OSError("connection reset")
+        sent.append(message.get("body", b""))
+
+    with pytest.raises(ClientDisconnect):
+        await asyncio.wait_for(response(_scope("2.4"), _never, send), 5)
+    assert sent == [b"", b"a"]  # the headers' message, then the first frame
     assert source.events == ["submitted", "closed"]
 
 
@@ -112,17 +162,30 @@ async def test_an_empty_stream_ends_at_once() -> None:
         return
         yield b""  # pragma: no cover
 
-    assert [f async for f in body(await streamed(nothing()))] == []
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    response = await streamed(nothing())
+    await asyncio.wait_for(response(_scope("2.4"), _never, send), 5)
+    assert [(m["type"], m.get("more_body")) for m in sent] == [
+        ("http.response.start", None),
+        ("http.response.body", False),
+    ]
 
 
-async def test_a_failing_first_frame_raises_to_the_consumer() -> None:
+async def test_a_failing_first_frame_raises_to_the_server() -> None:
     async def failing() -> AsyncGenerator[bytes, None]:
         raise RuntimeError("engine gone")
         yield b""  # pragma: no cover
 
-    frames = body(await streamed(failing()))
+    async def send(message: dict[str, Any]) -> None:
+        pass
+
+    response = await streamed(failing())
     with pytest.raises(RuntimeError, match="engine gone"):
-        await frames.__anext__()
+        await asyncio.wait_for(response(_scope("2.4"), _never, send), 5)
 
 
 async def _sent(frames: list[bytes], state: dict[str, Any] | None = None) -> list[dict[str, Any]]:
