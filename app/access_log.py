@@ -62,6 +62,9 @@ RECEIVED = "received"
 vLLM's `arrival_time + first_token_latency` (wall clock, its output handler's time for
 the step), moved to `Usage.start`'s clock."""
 
+VLLM_MARKS = (*ENGINE_MARKS, RECEIVED)
+"""The marks read from vLLM's stats: a line has them only where vLLM timed the request."""
+
 
 usage_scope: contextvars.ContextVar[Usage | None] = contextvars.ContextVar(
     "access_log_usage", default=None
@@ -99,9 +102,12 @@ def record_engine_marks(stats: object) -> None:
             usage.marks[name] = (at - usage.start) * 1000
     arrival = getattr(stats, "arrival_time", None)
     latency = getattr(stats, "first_token_latency", None)
-    if RECEIVED in usage.marks or not isinstance(arrival, float):
-        return
-    if isinstance(latency, float) and latency > 0:
+    if (
+        RECEIVED not in usage.marks
+        and isinstance(arrival, float)
+        and isinstance(latency, float)
+        and latency > 0
+    ):
         wall_to_ours = time.perf_counter() - time.time()
         usage.marks[RECEIVED] = (arrival + latency + wall_to_ours - usage.start) * 1000
 

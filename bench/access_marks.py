@@ -40,13 +40,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.access_log import ENGINE_MARKS, MARKS, RECEIVED
+from app.access_log import MARKS, VLLM_MARKS
 from bench.report_data import nearest_rank
 
 _TEXT = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) \S+ app\.access ")
 _LATENCY = re.compile(r" \d{3} ([0-9.]+)s(?: |$)")
 _MARK = re.compile(rf" ({'|'.join(MARKS)})=([0-9.]+)ms")
-REQUIRED = tuple(name for name in MARKS if name not in ENGINE_MARKS and name != RECEIVED)
+REQUIRED = tuple(name for name in MARKS if name not in VLLM_MARKS)
 """The marks every chat line has; the engine's are there where vLLM timed the request."""
 SEGMENTS = {
     "into the engine core": ("prompt", "queued"),
