@@ -1,6 +1,7 @@
 """Where the gateway's time to first token went, run by run, from its access log:
 
     python -m bench.access_marks call1/results.json logs/server-gateway-r1.log
+    python -m bench.access_marks --server gwb call1/results.json logs/server-gwb-r1.log
 
 For a run of `bench.run` with the gateway started with `--access-log` (e.g.
 `--gateway-args=--access-log`), each chat request's line says when its prompt was ready
@@ -110,8 +111,10 @@ def _segments(marks: list[dict[str, float]]) -> str:
     )
 
 
-def summarize(runs: list[dict[str, Any]], lines: list[tuple[float, dict[str, float]]]) -> str:
-    """The markdown table: a row per gateway run that has access lines in its window."""
+def summarize(
+    runs: list[dict[str, Any]], lines: list[tuple[float, dict[str, float]]], server: str = "gateway"
+) -> str:
+    """The markdown table: a row per run of `server` that has access lines in its window."""
     out = [
         "| run | lines | prompt ready | engine's first output | first byte | way out | "
         + " | ".join(SEGMENTS)
@@ -120,13 +123,13 @@ def summarize(runs: list[dict[str, Any]], lines: list[tuple[float, dict[str, flo
     ]
     starts = [datetime.fromisoformat(r["started"]).timestamp() for r in runs if r.get("started")]
     for run in runs:
-        if run.get("server") != "gateway" or not run.get("started") or not run.get("wall_s"):
+        if run.get("server") != server or not run.get("started") or not run.get("wall_s"):
             continue
         low, high = run_window(run, starts)
         mine = [marks for when, marks in lines if low <= when <= high]
         if not mine:
             continue
-        name = f"gateway r{run['round']} {run['workload']}@{run['concurrency']}"
+        name = f"{server} r{run['round']} {run['workload']}@{run['concurrency']}"
         out.append(
             f"| {name} | {len(mine)} | "
             + " | ".join(_p50([m[k] for m in mine]) for k in REQUIRED)
@@ -153,16 +156,20 @@ def _arrivals(
     return sorted(mine, key=lambda item: item[0])
 
 
-def probe_rows(sessions: list[dict[str, Any]], lines: list[tuple[float, dict[str, float]]]) -> str:
-    """The markdown table of the gateway's load probes, first wave and later requests
-    apart; empty where no probe recorded its start or none has access lines."""
+def probe_rows(
+    sessions: list[dict[str, Any]],
+    lines: list[tuple[float, dict[str, float]]],
+    server: str = "gateway",
+) -> str:
+    """The markdown table of `server`'s load probes, first wave and later requests apart;
+    empty where no probe recorded its start or none has access lines."""
     out = [
         "| probe | part | requests | reached the app after the first: p50, p90, max ms "
         "| prompt ready | engine's first output | " + " | ".join(SEGMENTS) + " |",
         "|---|---|---|---|---|---|" + "---|" * len(SEGMENTS),
     ]
     for session in sessions:
-        if session.get("server") != "gateway":
+        if session.get("server") != server:
             continue
         for probe in session.get("first_text_load") or []:
             if not probe.get("started") or not probe.get("wall_s"):
@@ -172,7 +179,7 @@ def probe_rows(sessions: list[dict[str, Any]], lines: list[tuple[float, dict[str
                 continue
             first = mine[0][0]
             size = int(probe["concurrency"])
-            name = f"gateway r{session.get('round')} c={size}"
+            name = f"{server} r{session.get('round')} c={size}"
             for part, group in (("first wave", mine[:size]), ("later", mine[size:])):
                 if not group:
                     continue
@@ -190,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("logs", nargs="+", type=Path, help="the gateway's server logs")
+    parser.add_argument(
+        "--server", default="gateway", help="whose runs the logs are (gwb: the second gateway)"
+    )
     args = parser.parse_args(argv)
     results = json.loads(args.results.read_text())
     runs = results.get("runs", [])
@@ -200,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             if parsed is not None:
                 lines.append(parsed)
     print("medians in ms since each request reached the app\n")
-    print(summarize(runs, lines))
-    probes = probe_rows(results.get("sessions", []), lines)
+    print(summarize(runs, lines, args.server))
+    probes = probe_rows(results.get("sessions", []), lines, args.server)
     if probes:
         print("\nload probes, as the app saw them (ms since each request reached it)\n")
         print(probes)

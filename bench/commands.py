@@ -86,7 +86,7 @@ def memory_share(profile: str, servers: int, share: float | None = None) -> list
 
 
 def server_cwd(name: str, gateway_root: str | None) -> str:
-    if name == "gateway" and gateway_root:
+    if name != "vllm" and gateway_root:
         return str(Path(gateway_root).resolve())
     return str(ROOT)
 

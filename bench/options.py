@@ -73,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the gateway from this checkout instead (A/B a candidate change: "
         "`python -m app serve` runs with this directory as its working directory)",
     )
+    p.add_argument(
+        "--gwb-root",
+        default=None,
+        help="the checkout of a second gateway, `gwb` in --servers (e.g. "
+        "--servers vllm,gateway,gwb: the commit before a change beside it, in one run); it "
+        "takes --gateway-args, then --gwb-args",
+    )
     for name in SERVER_NAMES:
         p.add_argument(
             f"--{name}-args",
@@ -152,3 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-report", action="store_true", help="skip docs/benchmarks output")
     p.add_argument("--docs-dir", default=str(ROOT / "docs" / "benchmarks"))
     return p
+
+
+def server_root(args: argparse.Namespace, name: str) -> str | None:
+    """The checkout `name` runs from: `--gwb-root` for the second gateway, `--gateway-root`
+    (None: this one) for the gateway."""
+    return getattr(args, "gwb_root", None) if name == "gwb" else args.gateway_root

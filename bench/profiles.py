@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER_NAMES = ("vllm", "gateway")
+SERVER_NAMES = ("vllm", "gateway", "gwb")
+"""`gwb`: a second gateway, run from `--gwb-root` (another checkout) beside the checkout's."""
 SAMPLING_KEYS = ("temperature", "top_p", "top_k")
-LABELS = {"vllm": "vllm serve", "gateway": "gateway"}
+LABELS = {"vllm": "vllm serve", "gateway": "gateway", "gwb": "gateway B"}
 
 
 @dataclass

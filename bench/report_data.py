@@ -55,6 +55,23 @@ def load(paths: Iterable[Path]) -> dict[str, Any]:
     return merged
 
 
+def as_gateway(data: dict[str, Any], name: str) -> dict[str, Any]:
+    """The results with server `name`'s sessions and runs as the gateway's (a second
+    gateway, `gwb`: the report compares it with vllm serve), the gateway's left out."""
+    if name == "gateway":
+        return data
+    picked = dict(data)
+    root = data.get("gwb_root") or "its own checkout"
+    picked["notes"] = [*data.get("notes", []), f"the gateway here is `{name}`, run from {root}"]
+    for key in ("sessions", "runs"):
+        picked[key] = [
+            item | {"server": "gateway"} if item.get("server") == name else item
+            for item in data.get(key, [])
+            if item.get("server") != "gateway"
+        ]
+    return picked
+
+
 def _add_commit(merged: dict[str, Any], data: dict[str, Any]) -> None:
     """The header's "gateway commit": every invocation's, in order, each once."""
     commit = data.get("versions", {}).get("gateway_commit")

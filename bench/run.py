@@ -25,7 +25,7 @@ from typing import Any
 from bench.affinity import engine_apart
 from bench.commands import bench_server, ensure_model, probe, results_header, server_env
 from bench.machine import engine_config_line, favoured_client, loadavg, wait_gpu_released
-from bench.options import build_parser
+from bench.options import build_parser, server_root
 from bench.plan_runner import PlanRunner
 from bench.profiles import (
     ROOT,
@@ -58,6 +58,8 @@ class Runner(PlanRunner):
         for s in self.servers:
             if s not in SERVER_NAMES:
                 raise SystemExit(f"unknown server {s!r}; choose from {SERVER_NAMES}")
+        if "gwb" in self.servers and not args.gwb_root:
+            raise SystemExit("--servers names gwb: give its checkout with --gwb-root")
         self.data: dict[str, Any] = {}
         self.harness_nice: int | None = None  # the harness's own session weight
 
@@ -90,6 +92,7 @@ class Runner(PlanRunner):
             args, prof, model, env, self.servers, {n: self.extra_args(n) for n in self.servers}
         )
         self.data["harness_autogroup_nice"] = self.harness_nice
+        self.data["gwb_root"] = str(Path(args.gwb_root).resolve()) if args.gwb_root else None
         self.save()
         self.log(f"profile {prof.name}, model {model}, results in {self.results_dir}")
         if args.together:
@@ -156,7 +159,11 @@ class Runner(PlanRunner):
             self.save()
 
     def extra_args(self, name: str) -> list[str]:
+        """`name`'s own flags (a second gateway's after the gateway's), and with
+        `--together` its share of the memory."""
         flags = shlex.split(getattr(self.args, f"{name}_args", "") or "")
+        if name == "gwb":
+            flags = shlex.split(self.args.gateway_args or "") + flags
         if self.args.together:
             flags += memory_flags(self.profile.name, len(self.servers), flags)
         return flags
@@ -198,7 +205,7 @@ class Runner(PlanRunner):
         server = bench_server(
             name, prof, python=args.python, model=model, port=port,
             log_path=self.results_dir / f"server-{name}-r{rnd}.log",
-            extra=self.extra_args(name), gateway_root=args.gateway_root,
+            extra=self.extra_args(name), gateway_root=server_root(args, name),
             frontend=args.vllm_frontend,
         )  # fmt: skip
         record: dict[str, Any] = {

@@ -14,9 +14,10 @@ import pytest
 from bench.client import build_plan, on_end, on_start, prompt_seed
 from bench.commands import RUST_FRONTEND_VAR, bench_server, client_argv, scalar_metrics
 from bench.machine import autogroup_nice, favour_client, favoured_client
-from bench.options import build_parser
+from bench.options import build_parser, server_root
 from bench.procfs import current_core, pss_kib, read_status_kib, rss_kib, worker_title
 from bench.profiles import profile_from_args
+from bench.run import Runner
 from bench.sse import first_delta, has_text
 
 
@@ -252,3 +253,31 @@ def test_pss_counts_shared_pages_once() -> None:
     pss, rss = pss_kib(own), rss_kib(own)
     assert pss is not None and rss is not None and 0 < pss <= rss
     assert pss_kib(2**22 + 12345) is None  # no such process
+
+
+def test_a_second_gateway_runs_from_its_own_checkout_with_the_gateways_flags(
+    tmp_path: Path,
+) -> None:
+    flags = ["--servers", "vllm,gateway,gwb", "--results-dir", str(tmp_path / "res")]
+    with pytest.raises(SystemExit, match="--gwb-root"):
+        Runner(build_parser().parse_args(["--profile", "gpu", *flags]))
+    old = tmp_path / "old"
+    args = build_parser().parse_args(
+        ["--profile", "gpu", *flags, "--gwb-root", str(old), "--together",
+         "--gateway-args=--access-log", "--gwb-args=--api-server-count 2"]
+    )  # fmt: skip
+    runner = Runner(args)
+    assert runner.extra_args("gwb")[:3] == ["--access-log", "--api-server-count", "2"]
+    assert runner.extra_args("gateway")[0] == "--access-log"
+    # three engines up together: each its third of the shared memory
+    assert runner.extra_args("gwb")[3:5] == ["--gpu-memory-utilization", "0.267"]
+    servers = {
+        name: bench_server(
+            name, runner.profile, python="py", model="/m", port=9, log_path=tmp_path / "l",
+            gateway_root=server_root(args, name),
+        )
+        for name in ("vllm", "gateway", "gwb")
+    }  # fmt: skip
+    assert servers["gwb"].cwd == str(old.resolve())
+    assert servers["gwb"].argv[:4] == ["py", "-m", "app", "serve"]
+    assert servers["gateway"].cwd == servers["vllm"].cwd != servers["gwb"].cwd

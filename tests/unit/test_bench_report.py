@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import render
-from bench.report_data import cpu_per_token, load
+from bench.report_data import as_gateway, cpu_per_token, load
 from bench.report_goals import bandwidth_table, goal_checks
 
 
@@ -173,3 +173,20 @@ def test_the_sessions_table_has_a_pss_column() -> None:
     }  # fmt: skip
     rows = [line for line in render(data, "hw", [], "x.json").splitlines() if "| 1 |" in line]
     assert "| 598 | 431 |" in rows[0] and "| 618 | – |" in rows[1]
+
+
+def test_a_report_of_the_second_gateway_compares_it_and_leaves_the_first_out() -> None:
+    data = _data(counted=True)
+    data["sessions"].append({"server": "gwb", "round": 1, "memory": {"api_workers": 4}})
+    data["runs"].append({**data["runs"][1], "server": "gwb", "api_server_cpu_us_per_token": 7.0})
+    picked = as_gateway(data, "gwb")
+    assert [(r["server"], r["api_server_cpu_us_per_token"]) for r in picked["runs"]] == [
+        ("vllm", 100.0),
+        ("gateway", 7.0),
+    ]
+    assert [s["server"] for s in picked["sessions"]] == ["vllm", "gateway"]
+    assert picked["notes"] == ["the gateway here is `gwb`, run from its own checkout"]
+    assert as_gateway(data, "gateway") is data
+    # a report of all three names the second gateway's session by its label
+    head = {"model": "m", "concurrencies": [8], "profile": "cpu", "runs": []}
+    assert "→ gateway B r1 (no runs)" in render({**data, **head}, "hw", [], "x.json")
