@@ -23,6 +23,9 @@
 # DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
 # SWEEP (default on, off with DRY_RUN): end what an earlier call on this warm machine left
 # running, before starting and again at exit (SWEEP_PATTERN: the `pkill -f` pattern),
+# TRACE=1 (bench.engine_trace in every server: where requests wait in the engine core;
+# trace.tar.gz, read with `python -m bench.engine_trace_report DIR server-*.log`;
+# ENGINE_TRACE_SWITCH_S with it sets the engine cores' interpreter-lock switch interval),
 # SPEED=1 (first time the gateway's prompt encoding and output decoding on the host's CPUs:
 # bench.encode_speed and bench.decode_speed, one JSON line each in speed.json),
 # MEM_ARGS (gateway flags: bench.mem_map of a gateway started with them, before any
@@ -73,6 +76,9 @@ pack() {
   if ls "$OUT"/paired/server-*.log >/dev/null 2>&1; then
     (cd "$OUT/paired" && tar -czf "$OUT/paired-logs.tar.gz" server-*.log && rm -f server-*.log)
   fi
+  if [ -n "${ENGINE_TRACE_DIR:-}" ] && [ -d "$ENGINE_TRACE_DIR" ]; then
+    tar -czf "$OUT/trace.tar.gz" -C "$ENGINE_TRACE_DIR" .
+  fi
   if [ -d "$RES" ]; then
     tar -czf "$OUT/logs.tar.gz" -C "$RES" . 2>/dev/null || true
     [ -f "$RES/results.json" ] && cp "$RES/results.json" "$OUT/results.json"
@@ -102,6 +108,10 @@ if [ -z "${DRY_RUN:-}" ] && [ -z "${SKIP_INSTALL:-}" ]; then
   export PATH=/root/site/bin:$PATH
 fi
 export VLLM_USE_FLASHINFER_SAMPLER=0
+if [ -n "${TRACE:-}" ]; then
+  # bench.engine_trace in every server (and its engine core): trace.tar.gz in $OUT
+  export ENGINE_TRACE_DIR=/tmp/trace-$T0-$$ PYTHONPATH=$PWD/bench/trace_site${PYTHONPATH:+:$PYTHONPATH}
+fi
 # 2. wheels the image lacks (the gateway's orjson and fastokens)
 if [ -z "${DRY_RUN:-}" ] && ls .whl/*.whl >/dev/null 2>&1; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \

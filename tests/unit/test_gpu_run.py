@@ -4,18 +4,19 @@ bench tool each knob runs, with which flags, deadlines and output places."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tarfile
 import uuid
 from pathlib import Path
 
 
-def _dry_gpu_run(tmp_path: Path, **knobs: str | None) -> list[list[str]]:
-    """gpu_run.sh in DRY_RUN with a fake python that records its arguments; its calls
-    (a knob of None unsets that variable)."""
+def _dry_gpu_run(tmp_path: Path, fake: str = "", **knobs: str | None) -> list[list[str]]:
+    """gpu_run.sh in DRY_RUN with a fake python that records its arguments (then runs the
+    shell lines `fake`); its calls (a knob of None unsets that variable)."""
     calls = tmp_path / "calls.txt"
     fake_python = tmp_path / "python"
-    fake_python.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> {calls}\necho >> {calls}\n')
+    fake_python.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> {calls}\necho >> {calls}\n{fake}\n')
     fake_python.chmod(0o755)
     model = tmp_path / "model"
     model.mkdir()
@@ -208,3 +209,23 @@ def test_gpu_run_ends_an_earlier_calls_leftovers_before_it_starts(tmp_path: Path
         if swept.poll() is None:
             swept.kill()
             swept.wait()
+
+
+def test_gpu_run_traces_every_server_when_asked(tmp_path: Path) -> None:
+    """TRACE=1: the servers start with bench.engine_trace's sitecustomize on their path and
+    a trace folder, packed into $OUT/trace.tar.gz at the end."""
+    record = 'echo "$ENGINE_TRACE_DIR|$PYTHONPATH" > {seen}; mkdir -p "$ENGINE_TRACE_DIR"; '
+    record += 'echo step > "$ENGINE_TRACE_DIR/trace-1.log"'
+    seen = tmp_path / "seen.txt"
+    _dry_gpu_run(tmp_path, record.format(seen=seen), TRACE="1", BENCH_ARGS="--rounds 1")
+    trace_dir, path = seen.read_text().strip().split("|")
+    root = Path(__file__).resolve().parents[2]
+    assert trace_dir.startswith("/tmp/trace-")
+    assert path.split(":")[0] == str(root / "bench" / "trace_site")
+    with tarfile.open(tmp_path / "out" / "trace.tar.gz") as packed:
+        assert "./trace-1.log" in packed.getnames()
+    shutil.rmtree(trace_dir)
+    off = tmp_path / "off"
+    off.mkdir()
+    _dry_gpu_run(off, BENCH_ARGS="--rounds 1")
+    assert not (off / "out" / "trace.tar.gz").exists()  # off by default
