@@ -167,8 +167,10 @@ def configure_logging(level: str, log_format: str = "text") -> None:
 
 
 def run_server(settings: Settings, source: ModelSource | None = None) -> int:
+    from app.engine_switch import set_engine_switch_interval
     from app.workers import resolve_worker_count, run_workers
 
+    set_engine_switch_interval(settings.engine_switch_interval_ms)
     workers = resolve_worker_count(settings.api_server_count)
     if workers > 1:
         from app.model_source import resolve_model_source

@@ -145,6 +145,14 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=8 * 1024 * 1024, gt=0, description="Largest request body accepted, in bytes."
     )
+    engine_switch_interval_ms: float | None = Field(
+        default=None,
+        gt=0,
+        description="The engine core process's interpreter-lock switch interval, in ms "
+        "(unset: Python's 5): shorter lets its engine loop win the lock back sooner while "
+        "its input thread takes a burst of requests in (an experiment, see "
+        "docs/benchmarks/profiling.md, session 40).",
+    )
     engine_overrides: dict[str, Any] | None = Field(
         default=None,
         description="vLLM engine options set by the CLI; None reads GATEWAY_<FLAG> env vars.",

@@ -41,11 +41,12 @@ def gateway_at_low_limit(
     tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, test_home: Path
 ) -> Iterator[tuple[subprocess.Popen[bytes], LiveGateway]]:
     """A gateway started with `ulimit -Sn 128` and, as `make run` starts one, no size for
-    vLLM's CPU KV cache."""
+    vLLM's CPU KV cache; its engine core with a 1 ms switch interval."""
     tmp = tmp_path_factory.mktemp("process")
     env = server_env(test_home)
     env.pop("VLLM_CPU_KVCACHE_SPACE")
-    proc, live = start_gateway(tmp, tiny_model_dir, test_home, [], env, nofile=LOW_SOFT_LIMIT)
+    flags = ["--engine-switch-interval-ms", "1"]
+    proc, live = start_gateway(tmp, tiny_model_dir, test_home, flags, env, nofile=LOW_SOFT_LIMIT)
     try:
         yield proc, live
     finally:
@@ -134,6 +135,17 @@ def test_its_engine_client_hands_out_first_tokens_first(gateway_at_low_limit) ->
     found = re.search(r"engine ready: .* first_tokens=(.+)", live.log.read_text(errors="replace"))
     assert found, "no 'engine ready' line"
     assert found.group(1).strip() == "first"
+
+
+def test_its_engine_core_runs_with_the_switch_interval_asked_for(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
+    """app.engine_switch: the engine core process vLLM started set it before its loop."""
+    _, live = gateway_at_low_limit
+    log = live.log.read_text(errors="replace")
+    found = re.search(
+        r"\(EngineCore pid=\d+\).* engine loop: interpreter-lock switch interval (\S+) ms", log
+    )
+    assert found, "the engine core logged no switch interval"
+    assert found.group(1) == "1"
 
 
 def test_the_heap_is_trimmed_once_it_is_ready(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
