@@ -212,11 +212,7 @@ def test_the_run_table_and_the_probe_table_from_a_log(
 
 
 def test_the_second_gateways_runs_are_read_when_asked() -> None:
-    runs = [
-        {"server": "gateway", "round": 1, "workload": "1024x128", "concurrency": 1,
-         "started": "2026-12-02T16:51:24+00:00", "wall_s": 14.9},
-        {"server": "gwb", "round": 1, "workload": "1024x128", "concurrency": 1,
-         "started": "2026-12-02T16:51:24+00:00", "wall_s": 14.9},
-    ]  # fmt: skip
+    run = {"round": 1, "workload": "1024x128", "concurrency": 1, "wall_s": 14.9}
+    runs = [run | {"server": s, "started": "2026-12-02T16:51:24+00:00"} for s in ("gateway", "gwb")]
     table = access_marks.summarize(runs, [(WHEN, MARKS)], "gwb").splitlines()
     assert [row.split(" | ")[0] for row in table[2:]] == ["| gwb r1 1024x128@1"]
