@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.report import render
+from bench.report import render, write_report
 from bench.report_data import as_gateway, cpu_per_token, load
 from bench.report_goals import bandwidth_table, goal_checks
 
@@ -190,3 +190,15 @@ def test_a_report_of_the_second_gateway_compares_it_and_leaves_the_first_out() -
     # a report of all three names the second gateway's session by its label
     head = {"model": "m", "concurrencies": [8], "profile": "cpu", "runs": []}
     assert "→ gateway B r1 (no runs)" in render({**data, **head}, "hw", [], "x.json")
+
+
+def test_the_second_gateways_report_keeps_every_server_in_its_json(tmp_path: Path) -> None:
+    results = tmp_path / "results.json"
+    sessions = [{"server": s, "round": 1} for s in ("vllm", "gateway", "gwb")]
+    head = {"workloads": ["128x64"], "concurrencies": [8], "model": "m", "profile": "cpu"}
+    results.write_text(json.dumps(head | {"hardware": "hw", "sessions": sessions, "runs": []}))
+    md = write_report(results, tmp_path / "docs", gateway="gwb")
+    kept = json.loads((tmp_path / "docs" / "hw.json").read_text())
+    assert [s["server"] for s in kept["sessions"]] == ["vllm", "gateway", "gwb"]
+    assert "the gateway here is `gwb`" in md.read_text()
+    assert "gateway B" not in md.read_text()  # the page compares it as the gateway
