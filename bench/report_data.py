@@ -69,6 +69,11 @@ def as_gateway(data: dict[str, Any], name: str) -> dict[str, Any]:
             for item in data.get(key, [])
             if item.get("server") != "gateway"
         ]
+    for key in ("commands", "server_args"):  # its command line, not the other gateway's
+        by_server = dict(data.get(key) or {})
+        if name in by_server:
+            by_server["gateway"] = by_server.pop(name)
+            picked[key] = by_server
     return picked
 
 

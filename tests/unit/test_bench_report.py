@@ -179,7 +179,9 @@ def test_a_report_of_the_second_gateway_compares_it_and_leaves_the_first_out() -
     data = _data(counted=True)
     data["sessions"].append({"server": "gwb", "round": 1, "memory": {"api_workers": 4}})
     data["runs"].append({**data["runs"][1], "server": "gwb", "api_server_cpu_us_per_token": 7.0})
+    data["commands"] = {"gateway": "python -m app serve m", "gwb": "python -m app serve m --x"}
     picked = as_gateway(data, "gwb")
+    assert picked["commands"] == {"gateway": "python -m app serve m --x"}
     assert [(r["server"], r["api_server_cpu_us_per_token"]) for r in picked["runs"]] == [
         ("vllm", 100.0),
         ("gateway", 7.0),
