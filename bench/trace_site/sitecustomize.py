@@ -1,5 +1,6 @@
 """`bench.engine_trace` in every process started with this folder on PYTHONPATH, when
-ENGINE_TRACE_DIR is set (and the checkout's root on the path, or the working directory)."""
+ENGINE_TRACE_DIR is set (the checkout's root goes last on sys.path, for `bench`; a gateway
+run from another checkout still imports its own `app` from its working directory)."""
 
 import os
 
