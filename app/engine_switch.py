@@ -5,7 +5,7 @@ on its main thread and takes requests in on another (decode, build each `Request
 its prefix-cache block hashes, queue it for the loop). The main thread gives up the
 interpreter lock around each GPU call and must win it back each time; while a burst of
 requests keeps the input thread busy, each time can cost up to Python's switch interval
-(5 ms). On the H200 one engine step lasted 85-170 ms while 256 requests came in, against
+(5 ms). On the H200 one engine step lasted 84-168 ms while 256 requests came in, against
 35 ms for a full step (docs/benchmarks/profiling.md, "Session 40"), and every request
 taken in meanwhile waited for it. A shorter interval makes the input thread hand the lock
 over sooner. The engine core is a process vLLM starts (spawned, or forked): this sets the
