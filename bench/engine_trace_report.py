@@ -72,9 +72,10 @@ def bursts(core: Core, size: int) -> list[list[str]]:
     arrived = sorted((r["recv"], rid) for rid, r in core.requests.items() if "recv" in r)
     found = []
     for i, (when, _) in enumerate(arrived):
-        quiet = i == 0 or when - arrived[i - 1][0] > QUIET_S
+        if i > 0 and when - arrived[i - 1][0] <= QUIET_S:
+            continue  # not after a quiet spell: no burst starts here
         group = arrived[i : i + size]
-        if quiet and len(group) == size and group[-1][0] - when <= WINDOW_S:
+        if len(group) == size and group[-1][0] - when <= WINDOW_S:
             found.append([rid for _, rid in group])
     return found
 
