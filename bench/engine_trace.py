@@ -13,8 +13,12 @@ loop adding it to the scheduler (`core_add`), each engine step (`step`, `step_en
 what the scheduler put in it (`sched`: tokens, new requests, waiting, running), and the
 garbage collector's passes of generation 1 or 2, or over 1 ms (`gc`: generation, ms).
 `ENGINE_TRACE_SWITCH_S` also sets the engine core's `sys.setswitchinterval` (an
-experiment: how long a thread waits for the interpreter lock). `bench.engine_trace_report`
-reads the logs.
+experiment: how long a thread waits for the interpreter lock). `ENGINE_TRACE_PROBE_MS`
+starts a thread in the engine core that sleeps that long again and again and writes each
+wake-up at least `PROBE_LATE_S` late (`probe`: ms late): a thread that has slept must win
+the interpreter lock back before it runs, so its lateness is how long any thread of the
+engine core waits for the lock (the operating system's own wake-up adds tens of µs on an
+idle host). `bench.engine_trace_report` reads the logs.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 
 QUIET_S = 0.5
 WINDOW_S = 0.4
+PROBE_LATE_S = 0.0005
 
 
 class _Log:
@@ -117,6 +122,33 @@ def _patch_core(module: Any, log: _Log) -> None:
             log("switch", "-", switch)
 
         _wrap(module.EngineCoreProc, "run_busy_loop", set_switch, nothing)
+    probe_ms = os.environ.get("ENGINE_TRACE_PROBE_MS")
+    if probe_ms:
+
+        def start_probe(_self: Any) -> None:
+            args = (log, float(probe_ms) / 1e3, time.sleep, time.monotonic)
+            threading.Thread(target=probe, args=args, name="gil_probe", daemon=True).start()
+
+        _wrap(module.EngineCoreProc, "run_busy_loop", start_probe, nothing)
+
+
+def probe(
+    log: _Log,
+    period_s: float,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+    rounds: int | None = None,
+) -> None:
+    """Sleep `period_s` `rounds` times (for ever by default); log each wake-up that came
+    `PROBE_LATE_S` or more after it was due."""
+    done = 0
+    while rounds is None or done < rounds:
+        due = clock() + period_s
+        sleep(period_s)
+        late = clock() - due
+        if late >= PROBE_LATE_S:
+            log("probe", "-", f"{late * 1e3:.2f}")
+        done += 1
 
 
 def _patch_scheduler(module: Any, log: _Log) -> None:

@@ -3,12 +3,16 @@
     python -m bench.engine_trace_report /tmp/trace [server-*.log ...] [--burst 256]
 
 Per engine core (named after the server whose log names its pid, `EngineCore pid=N`) and
-per burst (≥ `--burst` requests taken in within 0.4 s after 0.5 s without any; its first
+per burst (≥ `--burst` requests taken in within `--window` s, 0.4 by default, after 0.5 s
+without any; its first
 `--burst` requests): how long the intake took (first to last `recv`), how long requests
 waited in the input queue for the busy loop (`core_add` − `pre_done`, p50 and max), the
 steps that ran while it lasted, the longest of them (ms and tokens) against the median of
-the engine core's full steps (the most tokens any step had), and the garbage collector's
-passes of generation 1 or 2 during the intake (count, ms in all).
+the engine core's full steps (the most tokens any step had), the garbage collector's
+passes of generation 1 or 2 during the intake (count, ms in all) and, where the trace ran
+its probe (`ENGINE_TRACE_PROBE_MS`), the probe's late wake-ups during the intake (count,
+p50, max ms: how long a thread waited for the interpreter lock) beside the same per second
+outside the bursts.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ class Core:
     requests: dict[str, dict[str, float]] = field(default_factory=dict)
     steps: list[Step] = field(default_factory=list)
     gcs: list[tuple[float, int, float]] = field(default_factory=list)
+    probes: list[tuple[float, float]] = field(default_factory=list)
 
 
 def read_core(pid: str, lines: list[str]) -> Core:
@@ -64,10 +69,12 @@ def read_core(pid: str, lines: list[str]) -> Core:
             step = []
         elif event == "gc" and len(parts) > 5:
             core.gcs.append((when, int(parts[4]), float(parts[5])))
+        elif event == "probe" and len(parts) > 4:
+            core.probes.append((when, float(parts[4])))
     return core
 
 
-def bursts(core: Core, size: int) -> list[list[str]]:
+def bursts(core: Core, size: int, window_s: float = WINDOW_S) -> list[list[str]]:
     """The request ids of each burst, by arrival at the input thread."""
     arrived = sorted((r["recv"], rid) for rid, r in core.requests.items() if "recv" in r)
     found = []
@@ -75,7 +82,7 @@ def bursts(core: Core, size: int) -> list[list[str]]:
         if i > 0 and when - arrived[i - 1][0] <= QUIET_S:
             continue  # not after a quiet spell: no burst starts here
         group = arrived[i : i + size]
-        if len(group) == size and group[-1][0] - when <= WINDOW_S:
+        if len(group) == size and group[-1][0] - when <= window_s:
             found.append([rid for _, rid in group])
     return found
 
@@ -99,20 +106,56 @@ def burst_row(name: str, core: Core, ids: list[str], origin: float) -> str:
         + f" | {len(during)} | "
         + (f"{_ms(longest.end - longest.start)}, {longest.tokens}" if longest else "–")
         + f" | {_ms(statistics.median(full_ms)) if full_ms else '–'} ({full}) | "
-        + f"{len(passes)}, {sum(passes):.1f} |"
+        + f"{len(passes)}, {sum(passes):.1f} | "
+        + (_late([ms for when, ms in core.probes if first <= when <= last]) if core.probes else "–")
+        + " |"
     )
 
 
-def report(cores: list[tuple[str, Core]], size: int) -> str:
+def _late(lates: list[float]) -> str:
+    if not lates:
+        return "0"
+    return f"{len(lates)}, {statistics.median(lates):.2f}, {max(lates):.2f}"
+
+
+def probe_row(name: str, core: Core, size: int, window_s: float = WINDOW_S) -> str:
+    """The probe's late wake-ups outside every burst's intake, while the engine core
+    stepped (not its shutdown), per second."""
+    if not core.steps:
+        return f"| {name} | – | – |"
+    start, end = core.steps[0].start, core.steps[-1].end
+    spans = []
+    for ids in bursts(core, size, window_s):
+        arrived = [core.requests[rid]["recv"] for rid in ids]
+        spans.append((min(arrived), max(arrived)))
+    lates = [
+        ms
+        for when, ms in core.probes
+        if start <= when <= end and not any(a <= when <= b for a, b in spans)
+    ]
+    span_s = end - start - sum(b - a for a, b in spans)
+    per_s = len(lates) / span_s if span_s > 0 else 0.0
+    return f"| {name} | {per_s:.1f} | {_late(lates)} |"
+
+
+def report(cores: list[tuple[str, Core]], size: int, window_s: float = WINDOW_S) -> str:
     out = [
         "| engine core | burst at s | requests | intake ms | input queue wait p50, max ms "
         "| steps during the intake | longest: ms, tokens | full step median ms (tokens) "
-        "| gc passes of gen 1-2: count, ms |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| gc passes of gen 1-2: count, ms | probe late ≥ 0.5 ms: count, p50, max ms |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     origin = min((s.start for _, c in cores for s in c.steps), default=0.0)
     for name, core in cores:
-        out += [burst_row(name, core, ids, origin) for ids in bursts(core, size)]
+        out += [burst_row(name, core, ids, origin) for ids in bursts(core, size, window_s)]
+    probed = [(name, core) for name, core in cores if core.probes]
+    if probed:
+        out += [
+            "",
+            "| engine core | probe late ≥ 0.5 ms outside the bursts: per s | count, p50, max ms |",
+            "|---|---|---|",
+        ]
+        out += [probe_row(name, core, size, window_s) for name, core in probed]
     return "\n".join(out)
 
 
@@ -130,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("trace_dir", type=Path)
     p.add_argument("server_logs", nargs="*", type=Path)
     p.add_argument("--burst", type=int, default=256, help="requests in a burst")
+    p.add_argument("--window", type=float, default=WINDOW_S, help="s a burst arrives within")
     args = p.parse_args(argv)
     names = core_names(args.server_logs)
     cores = []
@@ -138,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         core = read_core(pid, path.read_text(errors="replace").splitlines())
         if core.steps:
             cores.append((f"{names.get(pid, '?')} ({pid})", core))
-    sys.stdout.write(report(cores, args.burst) + "\n")
+    sys.stdout.write(report(cores, args.burst, args.window) + "\n")
     return 0
 
 

@@ -25,7 +25,8 @@
 # running, before starting and again at exit (SWEEP_PATTERN: the `pkill -f` pattern),
 # TRACE=1 (bench.engine_trace in every server: where requests wait in the engine core;
 # trace.tar.gz, read with `python -m bench.engine_trace_report DIR server-*.log`;
-# ENGINE_TRACE_SWITCH_S with it sets the engine cores' interpreter-lock switch interval),
+# ENGINE_TRACE_SWITCH_S with it sets the engine cores' interpreter-lock switch interval;
+# ENGINE_TRACE_PROBE_MS, default 1 with TRACE, their lock probe's period, 0 for none),
 # SPEED=1 (first time the gateway's prompt encoding and output decoding on the host's CPUs:
 # bench.encode_speed and bench.decode_speed, one JSON line each in speed.json),
 # MEM_ARGS (gateway flags: bench.mem_map of a gateway started with them, before any
@@ -111,6 +112,8 @@ export VLLM_USE_FLASHINFER_SAMPLER=0
 if [ -n "${TRACE:-}" ]; then
   # bench.engine_trace in every server (and its engine core): trace.tar.gz in $OUT
   export ENGINE_TRACE_DIR=/tmp/trace-$T0-$$ PYTHONPATH=$PWD/bench/trace_site${PYTHONPATH:+:$PYTHONPATH}
+  probe_ms=${ENGINE_TRACE_PROBE_MS:-1}
+  if [ "$probe_ms" = 0 ]; then unset ENGINE_TRACE_PROBE_MS; else export ENGINE_TRACE_PROBE_MS=$probe_ms; fi
 fi
 # 2. wheels the image lacks (the gateway's orjson and fastokens)
 if [ -z "${DRY_RUN:-}" ] && ls .whl/*.whl >/dev/null 2>&1; then

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from bench import engine_trace
 from bench import engine_trace_report as report
-from bench.engine_trace import _Log, _patch_core, _patch_scheduler
+from bench.engine_trace import _Log, _patch_core, _patch_scheduler, probe
 
 
 def _events(path: Path) -> list[list[str]]:
@@ -84,6 +86,38 @@ def test_only_the_older_generations_or_long_passes_are_written(tmp_path: Path) -
     assert _events(tmp_path)[0][4] == "2"
 
 
+def test_the_probe_writes_only_the_late_wake_ups(tmp_path: Path) -> None:
+    now = [10.0]
+    lateness = iter([0.0004, 0.0049, 0.0006])  # under the bar, 4.9 ms late, over it
+
+    def sleep(seconds: float) -> None:
+        now[0] += seconds + next(lateness)
+
+    probe(_Log(str(tmp_path)), 0.001, sleep, lambda: now[0], rounds=3)
+    assert [(e[0], e[4]) for e in _events(tmp_path)] == [("probe", "4.90"), ("probe", "0.60")]
+
+
+def test_the_probe_starts_with_the_busy_loop_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(engine_trace, "probe", lambda *args: started.append(args))
+    proc = type("EngineCoreProc", (_Proc,), {"run_busy_loop": _Proc.run_busy_loop})
+    core = type("EngineCore", (_Core,), {})
+    _patch_core(SimpleNamespace(EngineCore=core, EngineCoreProc=proc), _Log(str(tmp_path)))
+    proc().run_busy_loop()
+    assert started == []  # not asked
+    monkeypatch.setenv("ENGINE_TRACE_PROBE_MS", "2")
+    _patch_core(SimpleNamespace(EngineCore=core, EngineCoreProc=proc), _Log(str(tmp_path)))
+    proc().run_busy_loop()
+    for _ in range(100):
+        if started:
+            break
+        time.sleep(0.01)  # the probe's thread has started it
+    ((_log, period, sleep, clock),) = started
+    assert (period, sleep, clock) == (0.002, time.sleep, time.monotonic)
+
+
 def _lines(burst_at: float, long_step_ms: float) -> list[str]:
     lines = [f"step - {1.0 + i * 0.05:.6f} MainThread" for i in range(2)]
     out = []
@@ -106,10 +140,23 @@ def test_a_burst_shows_the_step_that_held_it() -> None:
     row = report.burst_row("gateway (7)", core, ids, 1.0)
     # intake 30 ms; r0 waited 118.8 ms (built at 3.0003, added at 3.1191, after the step),
     # r3 88.8; one step, 120 ms and 48 tokens, against full steps of 40 ms; one gen-2 pass
-    assert (
-        row
-        == "| gateway (7) | 2.0 | 4 | 30.0 | 103.8, 118.8 | 1 | 120.0, 48 | 40.0 (8192) | 1, 12.5 |"
+    expected = (
+        "| gateway (7) | 2.0 | 4 | 30.0 | 103.8, 118.8 | 1 | 120.0, 48 | 40.0 (8192) | 1, 12.5"
     )
+    assert row == expected + " | – |"  # no probe in this trace
+
+
+def test_the_probes_late_wake_ups_are_split_by_the_intake() -> None:
+    probes = ["probe - 1.020000 gil_probe 0.60", "probe - 3.010000 gil_probe 4.80"]
+    probes += ["probe - 3.020000 gil_probe 5.10", "probe - 3.025000 gil_probe 0.90"]
+    core = report.read_core("7", _lines(burst_at=3.0, long_step_ms=120.0) + probes)
+    (ids,) = report.bursts(core, 4)
+    assert report.burst_row("gateway (7)", core, ids, 1.0).endswith("| 3, 4.80, 5.10 |")
+    # outside the 30 ms intake: one late wake-up over the trace's 2.089 s of steps less it
+    assert report.probe_row("gateway (7)", core, 4) == "| gateway (7) | 0.5 | 1, 0.60, 0.60 |"
+    assert "outside the bursts" in report.report([("gateway (7)", core)], 4)
+    quiet = report.read_core("7", _lines(burst_at=3.0, long_step_ms=120.0))
+    assert "outside the bursts" not in report.report([("gateway (7)", quiet)], 4)
 
 
 def test_a_spread_out_arrival_is_no_burst() -> None:

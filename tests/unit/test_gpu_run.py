@@ -214,16 +214,23 @@ def test_gpu_run_ends_an_earlier_calls_leftovers_before_it_starts(tmp_path: Path
 def test_gpu_run_traces_every_server_when_asked(tmp_path: Path) -> None:
     """TRACE=1: the servers start with bench.engine_trace's sitecustomize on their path and
     a trace folder, packed into $OUT/trace.tar.gz at the end."""
-    record = 'echo "$ENGINE_TRACE_DIR|$PYTHONPATH" > {seen}; mkdir -p "$ENGINE_TRACE_DIR"; '
-    record += 'echo step > "$ENGINE_TRACE_DIR/trace-1.log"'
+    record = 'echo "$ENGINE_TRACE_DIR|$PYTHONPATH|${{ENGINE_TRACE_PROBE_MS-none}}" > {seen}; '
+    record += 'mkdir -p "$ENGINE_TRACE_DIR"; echo step > "$ENGINE_TRACE_DIR/trace-1.log"'
     seen = tmp_path / "seen.txt"
     _dry_gpu_run(tmp_path, record.format(seen=seen), TRACE="1", BENCH_ARGS="--rounds 1")
-    trace_dir, path = seen.read_text().strip().split("|")
+    trace_dir, path, probe_ms = seen.read_text().strip().split("|")
     root = Path(__file__).resolve().parents[2]
     assert trace_dir.startswith("/tmp/trace-")
+    assert probe_ms == "1"  # the lock probe comes with the trace
     assert path.split(":")[0] == str(root / "bench" / "trace_site")
     with tarfile.open(tmp_path / "out" / "trace.tar.gz") as packed:
         assert "./trace-1.log" in packed.getnames()
+    shutil.rmtree(trace_dir)
+    quiet = tmp_path / "quiet"
+    quiet.mkdir()
+    _dry_gpu_run(quiet, record.format(seen=seen), TRACE="1", ENGINE_TRACE_PROBE_MS="0")
+    trace_dir, _, probe_ms = seen.read_text().strip().split("|")
+    assert probe_ms == "none"  # 0: no probe
     shutil.rmtree(trace_dir)
     off = tmp_path / "off"
     off.mkdir()
