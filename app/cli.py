@@ -167,10 +167,16 @@ def configure_logging(level: str, log_format: str = "text") -> None:
 
 
 def run_server(settings: Settings, source: ModelSource | None = None) -> int:
-    from app.engine_switch import set_engine_switch_interval
+    from app.engine_core_setup import EngineCoreSetup, set_engine_core_setup
     from app.workers import resolve_worker_count, run_workers
 
-    set_engine_switch_interval(settings.engine_switch_interval_ms)
+    interval_ms = settings.engine_switch_interval_ms
+    set_engine_core_setup(
+        EngineCoreSetup(
+            switch_interval_s=None if interval_ms is None else interval_ms / 1000,
+            fast_block_hashes=settings.fast_block_hashes,
+        )
+    )
     workers = resolve_worker_count(settings.api_server_count)
     if workers > 1:
         from app.model_source import resolve_model_source

@@ -153,6 +153,13 @@ class Settings(BaseSettings):
         "its input thread takes a burst of requests in (an experiment, see "
         "docs/benchmarks/profiling.md, session 40).",
     )
+    fast_block_hashes: bool = Field(
+        default=True,
+        description="The engine core computes the prefix cache's block hashes with less "
+        "Python per block (the same hashes; requests with multimodal, LoRA, cache-salt or "
+        "prompt-embedding keys get vLLM's own): less work under the interpreter lock "
+        "while a burst of requests comes in (docs/benchmarks/profiling.md, session 41).",
+    )
     engine_overrides: dict[str, Any] | None = Field(
         default=None,
         description="vLLM engine options set by the CLI; None reads GATEWAY_<FLAG> env vars.",

@@ -83,3 +83,26 @@ def test_metrics_are_gzipped_for_a_scraper_that_accepts_it(gateway: LiveGateway)
     names = {family.name for family in text_string_to_metric_families(packed.text)}
     assert names == {family.name for family in text_string_to_metric_families(plain.text)}
     assert "vllm:generation_tokens" in names and "gateway_requests" in names
+
+
+def test_a_repeated_prompt_is_served_from_the_prefix_cache(gateway: LiveGateway) -> None:
+    """The engine core's block hashes (app.block_hashes, the gateway's by default) find the
+    blocks the first request left: vLLM counts them as prefix-cache hits."""
+    words = " ".join(f"w{i * 7919 % 1000}" for i in range(400))  # not sent by any other test
+    body = {
+        "model": gateway.model,
+        "messages": [{"role": "user", "content": f"prefix check: {words}"}],
+        "max_tokens": 1,
+    }
+    first = httpx.post(gateway.v1 + "/chat/completions", json=body, timeout=120)
+    assert first.status_code == 200
+    prompt_tokens = first.json()["usage"]["prompt_tokens"]
+    assert prompt_tokens > 300
+    before = scrape(gateway)
+    again = httpx.post(gateway.v1 + "/chat/completions", json=body, timeout=120)
+    assert again.status_code == 200
+    after = scrape(gateway)
+    hits = "vllm:prefix_cache_hits", "vllm:prefix_cache_hits_total"
+    found = total(after, *hits) - total(before, *hits)
+    assert prompt_tokens - 128 <= found < prompt_tokens  # all but the last partial block
+    assert "block hashes by the gateway differ" not in gateway.log.read_text(errors="replace")

@@ -138,7 +138,7 @@ def test_its_engine_client_hands_out_first_tokens_first(gateway_at_low_limit) ->
 
 
 def test_its_engine_core_runs_with_the_switch_interval_asked_for(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
-    """app.engine_switch: the engine core process vLLM started set it before its loop."""
+    """app.engine_core_setup: the engine core process vLLM started set it before its loop."""
     _, live = gateway_at_low_limit
     log = live.log.read_text(errors="replace")
     found = re.search(
@@ -212,3 +212,13 @@ def test_sigint_exits_130_however_sigint_was_inherited(inherited: str, tmp_path:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_its_engine_core_hashes_the_prefix_cache_blocks_itself(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
+    """app.block_hashes, on by default, installed in the engine core vLLM started."""
+    _, live = gateway_at_low_limit
+    log = live.log.read_text(errors="replace")
+    found = re.search(r"\(EngineCore pid=\d+\).* prefix-cache block hashes by (.+)", log)
+    assert found, "the engine core logged nothing about block hashes"
+    assert found.group(1).strip() == "the gateway"
+    assert "block hashes by the gateway differ" not in log
