@@ -1,14 +1,15 @@
 """The prefix cache's block hashes as vLLM computes them, with less Python per block.
 
-vLLM's engine core builds each request's chain of block hashes (one per 16 tokens) on its
-input thread, under the interpreter lock, so the work cannot overlap the engine loop's own
-Python: while a burst of 256 requests of 1,024 tokens comes in, one engine step stretches
-by about as long as the input thread spends building them (docs/benchmarks/profiling.md,
-sessions 40-41). vLLM's hasher calls four helpers per block for keys only multimodal,
-LoRA, cache-salted and prompt-embedding requests have; for every other request each
-block's hash is `hash_fn((parent or NONE_HASH, tuple(block), None))`, vLLM's own
-`hash_block_tokens`, and this computes just that: 0.088 against 0.123 ms for a 1,024-token
-prompt on the 2-core box (the hash function itself, pickle and SHA-256, is the rest).
+vLLM's engine core builds each request's chain of block hashes (one per block of 16 tokens
+on a GPU) on its input thread, under the interpreter lock, so the work cannot overlap the
+engine loop's own Python: while a burst of 256 requests of 1,024 tokens comes in, one
+engine step stretches by about as long as the input thread spends building them
+(docs/benchmarks/profiling.md, sessions 40-41). vLLM's hasher calls four helpers per
+block for keys only multimodal, LoRA, cache-salted and prompt-embedding requests have; for
+every other request each block's hash is
+`hash_fn((parent or NONE_HASH, tuple(block), None))`, vLLM's own `hash_block_tokens`, and
+this computes just that: 0.088 against 0.123 ms for a 1,024-token prompt in 16-token
+blocks on the 2-core box (the hash function itself, pickle and SHA-256, is the rest).
 
 Requests with any extra key go to vLLM's own hasher. The first `CHECKED` requests hashed
 here are hashed by vLLM's as well and compared: a vLLM that hashes otherwise gets its own
