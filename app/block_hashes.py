@@ -30,7 +30,8 @@ _log = logging.getLogger("vllm.gateway")
 
 
 class BlockHasher:
-    """A request's new full blocks' hashes, as `vllm_hasher` would give them."""
+    """The state behind one hasher of `hasher`: whether it still hashes, how many more
+    requests it checks against `vllm_hasher`."""
 
     def __init__(
         self, block_size: int, hash_fn: Callable[[Any], bytes], vllm_hasher: Hasher, utils: Any
@@ -42,11 +43,8 @@ class BlockHasher:
         self.to_check = CHECKED
         self.on = True
 
-    def __call__(self, request: Any) -> list[Any]:
-        size = self.block_size
-        start = len(request.block_hashes) * size
-        if start + size > request.num_tokens:
-            return []  # no new full block: the common case while decoding
+    def new_hashes(self, request: Any, start: int) -> list[Any]:
+        """The hashes of the request's full blocks from token `start` on (one at least)."""
         if not self.on or not self._plain(request, start):
             return self.vllm_hasher(request)
         try:
@@ -91,9 +89,27 @@ class BlockHasher:
         )
 
 
+def hasher(
+    block_size: int, hash_fn: Callable[[Any], bytes], vllm_hasher: Hasher, utils: Any
+) -> Hasher:
+    """A request's new full blocks' hashes, as `vllm_hasher` would give them. A plain
+    function, as vLLM's, whose first lines are vLLM's: a request calls it after every
+    token it decodes, nearly always with no new full block (`.state`: its BlockHasher)."""
+    state = BlockHasher(block_size, hash_fn, vllm_hasher, utils)
+
+    def request_block_hasher(request: Any) -> list[Any]:
+        start = len(request.block_hashes) * block_size
+        if start + block_size > request.num_tokens:
+            return []
+        return state.new_hashes(request, start)
+
+    request_block_hasher.state = state  # type: ignore[attr-defined]
+    return request_block_hasher
+
+
 def install(core: Any = None, utils: Any = None) -> bool:
     """Have vLLM's engine core (`vllm.v1.engine.core`, as it imported
-    `get_request_block_hasher`) build a `BlockHasher` around each hasher it makes. Call
+    `get_request_block_hasher`) wrap each hasher it makes in a `hasher`. Call
     in the engine core's process before its EngineCore is built. False, and nothing
     changed, where that vLLM has no such function."""
     if core is None or utils is None:
@@ -109,7 +125,7 @@ def install(core: Any = None, utils: Any = None) -> bool:
 
     def get_request_block_hasher(hash_block_size: int, caching_hash_fn: Any) -> Hasher:
         own = vllms(hash_block_size, caching_hash_fn)
-        return BlockHasher(hash_block_size, caching_hash_fn, own, utils)
+        return hasher(hash_block_size, caching_hash_fn, own, utils)
 
     setattr(get_request_block_hasher, "vllm_own", vllms)  # noqa: B010
     core.get_request_block_hasher = get_request_block_hasher

@@ -16,7 +16,7 @@ from vllm.v1.engine import EngineCoreRequest
 from vllm.v1.request import Request
 
 from app import block_hashes
-from app.block_hashes import CHECKED, BlockHasher
+from app.block_hashes import CHECKED, BlockHasher, hasher
 
 SIZE = 16
 
@@ -41,14 +41,14 @@ def _core_request(length: int, seed: int = 0, **extra: Any) -> EngineCoreRequest
     )
 
 
-def _ours(vllms: Any) -> BlockHasher:
-    return BlockHasher(SIZE, sha256, vllms, utils)
+def _ours(vllms: Any) -> Any:
+    return hasher(SIZE, sha256, vllms, utils)
 
 
 @pytest.mark.parametrize("length", [0, 1, 15, 16, 17, 33, 1000, 1024])
 def test_a_plain_prompt_hashes_as_vllm_hashes_it(vllms: Any, length: int) -> None:
     ours = _ours(vllms)
-    ours.to_check = 0  # no comparison inside: this test is the comparison
+    ours.state.to_check = 0  # no comparison inside: this test is the comparison
     theirs = Request.from_engine_core_request(_core_request(length), vllms)
     mine = Request.from_engine_core_request(_core_request(length), ours)
     assert mine.block_hashes == theirs.block_hashes
@@ -69,7 +69,7 @@ def test_a_request_with_extra_keys_goes_to_vllms_hasher(
     vllms: Any, extra: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ours = _ours(vllms)
-    monkeypatch.setattr(ours, "_hashes", lambda *_: pytest.fail("hashed by the gateway"))
+    monkeypatch.setattr(ours.state, "_hashes", lambda *_: pytest.fail("hashed by the gateway"))
     theirs = Request.from_engine_core_request(_core_request(64, **extra), vllms)
     mine = Request.from_engine_core_request(_core_request(64, **extra), ours)
     assert mine.block_hashes == theirs.block_hashes
@@ -84,38 +84,38 @@ def test_the_first_requests_are_checked_against_vllms(vllms: Any) -> None:
         calls.append(request.request_id)
         return list(vllms(request))
 
-    ours = BlockHasher(SIZE, sha256, counting, utils)
+    ours = hasher(SIZE, sha256, counting, utils)
     for seed in range(CHECKED + 5):
         Request.from_engine_core_request(_core_request(48, seed), ours)
-    assert len(calls) == CHECKED and ours.on
+    assert len(calls) == CHECKED and ours.state.on
 
 
 def test_a_vllm_that_hashes_otherwise_gets_its_own_back(
     vllms: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     other = lambda request: [b"x"] * (request.num_tokens // SIZE)  # noqa: E731
-    ours = BlockHasher(SIZE, sha256, other, utils)
+    ours = hasher(SIZE, sha256, other, utils)
     with caplog.at_level(logging.WARNING, logger="vllm.gateway"):
         first = Request.from_engine_core_request(_core_request(32), ours)
-    assert first.block_hashes == [b"x", b"x"] and not ours.on
+    assert first.block_hashes == [b"x", b"x"] and not ours.state.on
     assert "differ from vLLM's" in caplog.text
-    ours.to_check = 0
+    ours.state.to_check = 0
     assert ours(Request.from_engine_core_request(_core_request(16), None)) == [b"x"]
 
 
 def test_an_error_gives_vllms_hasher_back(vllms: Any) -> None:
     broken = SimpleNamespace(generate_block_hash_extra_keys=utils.generate_block_hash_extra_keys)
-    ours = BlockHasher(SIZE, sha256, vllms, broken)  # no NONE_HASH: the hashing fails
+    ours = hasher(SIZE, sha256, vllms, broken)  # no NONE_HASH: the hashing fails
     request = Request.from_engine_core_request(_core_request(32), None)
-    assert ours(request) == vllms(request) and not ours.on
+    assert ours(request) == vllms(request) and not ours.state.on
 
 
 def test_install_wraps_the_engine_cores_hasher_once() -> None:
     made: list[tuple[int, Any]] = []
     core = SimpleNamespace(get_request_block_hasher=lambda size, fn: made.append((size, fn)))
     assert block_hashes.install(core, utils) is True
-    hasher = core.get_request_block_hasher(16, sha256)
-    assert isinstance(hasher, BlockHasher) and made == [(16, sha256)]
+    made_here = core.get_request_block_hasher(16, sha256)
+    assert isinstance(made_here.state, BlockHasher) and made == [(16, sha256)]
     wrapped = core.get_request_block_hasher
     assert block_hashes.install(core, utils) is True and core.get_request_block_hasher is wrapped
     assert block_hashes.install(SimpleNamespace(), utils) is False  # a vLLM without one
@@ -126,4 +126,4 @@ def test_install_reaches_the_real_engine_core(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr(core, "get_request_block_hasher", core.get_request_block_hasher)
     assert block_hashes.install() is True
-    assert isinstance(core.get_request_block_hasher(SIZE, sha256), BlockHasher)
+    assert isinstance(core.get_request_block_hasher(SIZE, sha256).state, BlockHasher)
