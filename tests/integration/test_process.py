@@ -120,32 +120,30 @@ def test_on_a_cpu_prompts_are_encoded_by_tokenizers_unless_asked(gateway_at_low_
     assert "prompts encoded by tokenizers (auto: fastokens off on CPU" in log
 
 
+def logged(live: LiveGateway, pattern: str) -> str:
+    """What the gateway's log has for `pattern`'s group (the first line that has it)."""
+    found = re.search(pattern, live.log.read_text(errors="replace"))
+    assert found, f"nothing in the log for {pattern!r}"
+    return found.group(1).strip()
+
+
 def test_it_serves_with_the_engines_own_tokenizer(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
     """app.engine.engine_tokenizer: no second copy of the tokenizer beside vLLM's."""
     _, live = gateway_at_low_limit
-    log = live.log.read_text(errors="replace")
-    found = re.search(r"engine ready: .* tokenizer=(.+) first_tokens=", log)
-    assert found, "no 'engine ready' line"
-    assert found.group(1).strip() == "the engine's"
+    assert logged(live, r"engine ready: .* tokenizer=(.+) first_tokens=") == "the engine's"
 
 
 def test_its_engine_client_hands_out_first_tokens_first(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
     """app.first_tokens: applied to the real AsyncLLM's output processor."""
     _, live = gateway_at_low_limit
-    found = re.search(r"engine ready: .* first_tokens=(.+)", live.log.read_text(errors="replace"))
-    assert found, "no 'engine ready' line"
-    assert found.group(1).strip() == "first"
+    assert logged(live, r"engine ready: .* first_tokens=(.+)") == "first"
 
 
 def test_its_engine_core_runs_with_the_switch_interval_asked_for(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
     """app.engine_core_setup: the engine core process vLLM started set it before its loop."""
     _, live = gateway_at_low_limit
-    log = live.log.read_text(errors="replace")
-    found = re.search(
-        r"\(EngineCore pid=\d+\).* engine loop: interpreter-lock switch interval (\S+) ms", log
-    )
-    assert found, "the engine core logged no switch interval"
-    assert found.group(1) == "1"
+    pattern = r"\(EngineCore pid=\d+\).* engine loop: interpreter-lock switch interval (\S+) ms"
+    assert logged(live, pattern) == "1"
 
 
 def test_the_heap_is_trimmed_once_it_is_ready(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
@@ -217,8 +215,7 @@ def test_sigint_exits_130_however_sigint_was_inherited(inherited: str, tmp_path:
 def test_its_engine_core_hashes_the_prefix_cache_blocks_itself(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
     """app.block_hashes, on by default, installed in the engine core vLLM started."""
     _, live = gateway_at_low_limit
-    log = live.log.read_text(errors="replace")
-    found = re.search(r"\(EngineCore pid=\d+\).* prefix-cache block hashes by (.+)", log)
-    assert found, "the engine core logged nothing about block hashes"
-    assert found.group(1).strip() == "the gateway"
-    assert "block hashes by the gateway differ" not in log
+    assert (
+        logged(live, r"\(EngineCore pid=\d+\).* prefix-cache block hashes by (.+)") == "the gateway"
+    )
+    assert "block hashes by the gateway differ" not in live.log.read_text(errors="replace")
