@@ -4,15 +4,14 @@
 
 Per engine core (named after the server whose log names its pid, `EngineCore pid=N`) and
 per burst (≥ `--burst` requests taken in within `--window` s, 0.4 by default, after 0.5 s
-without any; its first
-`--burst` requests): how long the intake took (first to last `recv`), how long requests
-waited in the input queue for the busy loop (`core_add` − `pre_done`, p50 and max), the
-steps that ran while it lasted, the longest of them (ms and tokens) against the median of
-the engine core's full steps (the most tokens any step had), the garbage collector's
-passes of generation 1 or 2 during the intake (count, ms in all) and, where the trace ran
-its probe (`ENGINE_TRACE_PROBE_MS`), the probe's late wake-ups during the intake (count,
-p50, max ms: how long a thread waited for the interpreter lock) beside the same per second
-outside the bursts.
+without any; its first `--burst` requests): how long the intake took (first to last
+`recv`), how long requests waited in the input queue for the busy loop (`core_add` −
+`pre_done`, p50 and max), the steps that ran while it lasted, the longest of them (ms and
+tokens) against the median of the engine core's full steps (the most tokens any step had),
+the garbage collector's passes of generation 1 or 2 during the intake (count, ms in all)
+and, where the trace ran its probe (`ENGINE_TRACE_PROBE_MS`), the probe's late wake-ups
+during the intake (count, p50, max ms: how long a thread waited for the interpreter lock)
+beside the same per second outside the bursts.
 """
 
 from __future__ import annotations

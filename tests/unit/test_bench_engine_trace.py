@@ -164,6 +164,9 @@ def test_a_spread_out_arrival_is_no_burst() -> None:
     assert report.bursts(core, 5) == []  # fewer than asked for
     late = [f"recv s{i} {10 + i * 0.2:.6f} x" for i in range(4)]
     assert report.bursts(report.read_core("7", late), 4) == []  # 0.6 s > the window
+    assert report.bursts(report.read_core("7", late), 4, window_s=1.0) == [
+        ["s0", "s1", "s2", "s3"]
+    ]  # a wider one, as for the 2-core box's slower intakes
 
 
 def test_engine_cores_are_named_after_the_server_logs(tmp_path: Path) -> None:
