@@ -28,7 +28,8 @@ def vllms() -> Any:
 
 
 def _core_request(length: int, seed: int = 0, **extra: Any) -> EngineCoreRequest:
-    ids = [random.Random(seed).randrange(151_000) for _ in range(length)]
+    rng = random.Random(seed)
+    ids = [rng.randrange(151_000) for _ in range(length)]
     fields: dict[str, Any] = {
         "mm_features": None, "pooling_params": None, "arrival_time": 0.0,
         "lora_request": None, "cache_salt": None, "data_parallel_rank": None,
