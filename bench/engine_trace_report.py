@@ -11,7 +11,9 @@ tokens) against the median of the engine core's full steps (the most tokens any 
 the garbage collector's passes of generation 1 or 2 during the intake (count, ms in all)
 and, where the trace ran its probe (`ENGINE_TRACE_PROBE_MS`), the probe's late wake-ups
 during the intake (count, p50, max ms: how long a thread waited for the interpreter lock)
-beside the same per second outside the bursts.
+beside the same per second outside the bursts. Then, per engine core, how long its input
+thread took to build each request (`pre_done` − `recv`: the `Request` and its block
+hashes, and any wait for the interpreter lock in between; warm-ups left out).
 """
 
 from __future__ import annotations
@@ -137,6 +139,20 @@ def probe_row(name: str, core: Core, size: int, window_s: float = WINDOW_S) -> s
     return f"| {name} | {per_s:.1f} | {_late(lates)} |"
 
 
+def build_row(name: str, core: Core) -> str:
+    """The input thread's time to build a request (ms): p50, p90, p99 over the requests
+    the benchmark sent (not its warm-ups)."""
+    took = sorted(
+        r["pre_done"] - r["recv"]
+        for rid, r in core.requests.items()
+        if "recv" in r and "pre_done" in r and not rid.startswith("warmup")
+    )
+    if not took:
+        return f"| {name} | 0 | – |"
+    at = [took[int(q * (len(took) - 1))] * 1e3 for q in (0.5, 0.9, 0.99)]
+    return f"| {name} | {len(took)} | " + ", ".join(f"{ms:.3f}" for ms in at) + " |"
+
+
 def report(cores: list[tuple[str, Core]], size: int, window_s: float = WINDOW_S) -> str:
     out = [
         "| engine core | burst at s | requests | intake ms | input queue wait p50, max ms "
@@ -155,6 +171,12 @@ def report(cores: list[tuple[str, Core]], size: int, window_s: float = WINDOW_S)
             "|---|---|---|",
         ]
         out += [probe_row(name, core, size, window_s) for name, core in probed]
+    out += [
+        "",
+        "| engine core | requests built | building one: p50, p90, p99 ms |",
+        "|---|---|---|",
+    ]
+    out += [build_row(name, core) for name, core in cores]
     return "\n".join(out)
 
 
