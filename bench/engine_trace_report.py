@@ -13,7 +13,8 @@ and, where the trace ran its probe (`ENGINE_TRACE_PROBE_MS`), the probe's late w
 during the intake (count, p50, max ms: how long a thread waited for the interpreter lock)
 beside the same per second outside the bursts. Then, per engine core, how long its input
 thread took to build each request (`pre_done` − `recv`: the `Request` and its block
-hashes, and any wait for the interpreter lock in between; warm-ups left out).
+hashes, and any wait for the interpreter lock in between; warm-ups left out), and how long
+its steps of one token took (one request decoding: the step c=1's TPOT follows).
 """
 
 from __future__ import annotations
@@ -141,16 +142,19 @@ def probe_row(name: str, core: Core, size: int, window_s: float = WINDOW_S) -> s
 
 def build_row(name: str, core: Core) -> str:
     """The input thread's time to build a request (ms): p50, p90, p99 over the requests
-    the benchmark sent (not its warm-ups)."""
+    the benchmark sent (not its warm-ups); the median step of one token (ms, how many)."""
     took = sorted(
         r["pre_done"] - r["recv"]
         for rid, r in core.requests.items()
         if "recv" in r and "pre_done" in r and not rid.startswith("warmup")
     )
-    if not took:
-        return f"| {name} | 0 | – |"
-    at = [took[int(q * (len(took) - 1))] * 1e3 for q in (0.5, 0.9, 0.99)]
-    return f"| {name} | {len(took)} | " + ", ".join(f"{ms:.3f}" for ms in at) + " |"
+    built = "0 | –"
+    if took:
+        at = [took[int(q * (len(took) - 1))] * 1e3 for q in (0.5, 0.9, 0.99)]
+        built = f"{len(took)} | " + ", ".join(f"{ms:.3f}" for ms in at)
+    ones = [s.end - s.start for s in core.steps if s.tokens == 1]
+    one = f"{statistics.median(ones) * 1e3:.3f} ({len(ones)})" if ones else "–"
+    return f"| {name} | {built} | {one} |"
 
 
 def report(cores: list[tuple[str, Core]], size: int, window_s: float = WINDOW_S) -> str:
@@ -173,8 +177,9 @@ def report(cores: list[tuple[str, Core]], size: int, window_s: float = WINDOW_S)
         out += [probe_row(name, core, size, window_s) for name, core in probed]
     out += [
         "",
-        "| engine core | requests built | building one: p50, p90, p99 ms |",
-        "|---|---|---|",
+        "| engine core | requests built | building one: p50, p90, p99 ms "
+        "| a step of one token: p50 ms (steps) |",
+        "|---|---|---|---|",
     ]
     out += [build_row(name, core) for name, core in cores]
     return "\n".join(out)

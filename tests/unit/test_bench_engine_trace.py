@@ -159,14 +159,21 @@ def test_the_probes_late_wake_ups_are_split_by_the_intake() -> None:
     assert "outside the bursts" not in report.report([("gateway (7)", quiet)], 4)
 
 
-def test_the_building_time_leaves_the_warm_ups_out() -> None:
+def test_the_per_core_table_leaves_the_warm_ups_out_and_times_one_token_steps() -> None:
     lines = [f"recv r{i} {1 + i:.6f} x" for i in range(1, 11)]
     lines += [f"pre_done r{i} {1 + i + i / 10_000:.6f} x" for i in range(1, 11)]
     lines += ["recv warmup-a 0.500000 x", "pre_done warmup-a 0.600000 x"]  # 100 ms
+    for i, ms in enumerate((1.7, 2.4, 1.8)):  # three steps of one token, one of 8,192
+        lines += [
+            f"step - {20 + i:.6f} x",
+            "sched - 0 x 1 0 0 1",
+            f"step_end - {20 + i + ms / 1e3:.6f} x",
+        ]
+    lines += ["step - 30.000000 x", "sched - 0 x 8192 8 0 8", "step_end - 30.040000 x"]
     core = report.read_core("7", lines)
     # r1..r10 took 0.1..1.0 ms: the median of ten by the lower index is 0.5, p90 0.9
-    assert report.build_row("gw (7)", core) == "| gw (7) | 10 | 0.500, 0.900, 0.900 |"
-    assert report.build_row("gw (8)", report.read_core("8", [])) == "| gw (8) | 0 | – |"
+    assert report.build_row("gw (7)", core) == "| gw (7) | 10 | 0.500, 0.900, 0.900 | 1.800 (3) |"
+    assert report.build_row("gw (8)", report.read_core("8", [])) == "| gw (8) | 0 | – | – |"
     assert "building one: p50, p90, p99 ms" in report.report([("gw (7)", core)], 4)
 
 
