@@ -54,9 +54,10 @@ class BlockHasher:
             return self.vllm_hasher(request)
         if self.to_check:
             self.to_check -= 1
-            if hashes != self.vllm_hasher(request):
+            theirs = self.vllm_hasher(request)
+            if hashes != theirs:
                 self._off("differ from vLLM's")
-                return self.vllm_hasher(request)
+                return theirs
         return hashes
 
     def _plain(self, request: Any, start: int) -> bool:
