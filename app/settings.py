@@ -150,8 +150,8 @@ class Settings(BaseSettings):
         gt=0,
         description="The engine core process's interpreter-lock switch interval, in ms "
         "(unset: Python's 5): shorter lets its engine loop win the lock back sooner while "
-        "its input thread takes a burst of requests in (an experiment, see "
-        "docs/benchmarks/profiling.md, session 40).",
+        "its input thread takes a burst of requests in (an experiment that did not pay on "
+        "the H200, see docs/benchmarks/profiling.md, session 42).",
     )
     fast_block_hashes: bool = Field(
         default=True,
