@@ -6,7 +6,9 @@ it can't, and vLLM's engine core has no watch on its parent: the engine core kep
 GPU's memory and the workers kept the port until someone found them. So each worker
 notes its siblings as it starts (the engine core, started before the workers, among
 them) and every `REFRESH_S` after, watches its parent, and when the parent is gone
-terminates those siblings and then itself, which drains as on SIGTERM.
+terminates those siblings and then itself, which drains as on SIGTERM. A worker forked by
+a fork server (`--worker-start forkserver`) is the parent's grandchild: it watches for the
+parent among its ancestors.
 """
 
 from __future__ import annotations
@@ -42,6 +44,17 @@ def siblings(parent: int) -> list[psutil.Process]:
     return [child for child in children if child.pid != os.getpid()]
 
 
+def is_ancestor(pid: int) -> bool:
+    """True while `pid` is this process's parent, or its parent's parent and so on (a
+    process that exits hands its children to another, so a dead or reused pid is not)."""
+    if os.getppid() == pid:
+        return True
+    try:
+        return any(proc.pid == pid for proc in psutil.Process().parents())
+    except psutil.Error:
+        return False
+
+
 def stop_processes(procs: list[psutil.Process], wait_s: float = STOP_WAIT_S) -> None:
     """SIGTERM each that still runs (psutil checks it is the same process, not a reused
     pid), then SIGKILL what outlives `wait_s`."""
@@ -62,12 +75,12 @@ def watch_parent(
     """Start the daemon thread that ends this worker's siblings, then the worker (SIGTERM
     to itself, or `on_orphaned`), once `parent` (the pid of the process that started it,
     as that process gave it: the worker may start after its parent is gone) is gone."""
-    known = siblings(parent) if os.getppid() == parent else []
+    known = siblings(parent) if is_ancestor(parent) else []
 
     def run() -> None:
         nonlocal known
         refreshed = time.monotonic()
-        while os.getppid() == parent:
+        while is_ancestor(parent):
             time.sleep(poll_s)
             if time.monotonic() - refreshed >= REFRESH_S:
                 known, refreshed = siblings(parent) or known, time.monotonic()

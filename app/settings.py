@@ -128,6 +128,12 @@ class Settings(BaseSettings):
         "spreads over the workers (off: one shared socket, and the first worker awake "
         "accepts every connection waiting, as vllm serve's workers do).",
     )
+    worker_start: Literal["spawn", "forkserver"] = Field(
+        default="forkserver",
+        description="With several HTTP workers: how they are started; forkserver forks "
+        "each from one process that imported vLLM once, so the workers share those pages "
+        "(spawn: each imports it afresh, as vllm serve's workers do).",
+    )
     warmup: bool = Field(
         default=True,
         description="Before serving, run a few short generations with the default sampling "

@@ -69,6 +69,19 @@ PRESETS: Final[dict[str, ModelPreset]] = {
         tokenizer_size=1024,
         max_position_embeddings=4096,
     ),
+    # the tiny model with Qwen3-0.6B's tokenizer size: what a process's tokenizer costs,
+    # on a CPU (bench.front_end_memory)
+    "tiny-qwen3-vocab": ModelPreset(
+        name="tiny-qwen3-vocab",
+        num_hidden_layers=2,
+        hidden_size=128,
+        intermediate_size=256,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=64,
+        tokenizer_size=151936,
+        max_position_embeddings=4096,
+    ),
     "qwen3-0.6b": ModelPreset(
         name="qwen3-0.6b",
         num_hidden_layers=28,

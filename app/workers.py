@@ -12,6 +12,7 @@ worker covers all of them.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
 import multiprocessing
 import os
@@ -30,6 +31,7 @@ from app.engine import device_type
 from app.model_source import ModelSource
 from app.settings import Settings
 from app.shared_pending import SharedPending
+from app.worker_start import worker_start
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +85,7 @@ def run_workers(settings: Settings, source: ModelSource) -> int:
     # gateway app instead of vLLM's (same signature, looked up when workers start).
     vllm_utils.run_api_server_worker_proc = serve_worker
     logger.info("starting %d HTTP workers sharing one engine", settings.api_server_count)
-    with signals_seen() as seen:
+    with signals_seen() as seen, worker_start(settings.worker_start, vllm_utils):
         try:
             vllm_serve.run_multi_api_server(args)
         except SystemExit:  # SIGTERM/SIGINT: the launcher has stopped the workers and engine
@@ -177,6 +179,9 @@ def serve_worker(
     from app.parent_watch import watch_parent
     from app.server import serve_app
 
+    # Forked from the fork server: keep what it imported out of the collector, whose
+    # passes would write to (and so copy) every shared page holding a tracked object.
+    gc.freeze()
     spec: WorkerSpec = args.gateway
     configure_logging(spec.settings.log_level, spec.settings.log_format)
     watch_parent(spec.parent)  # a parent killed outright leaves nothing behind

@@ -45,6 +45,14 @@ def is_api_worker(proc: Any) -> bool:
     return rust or "APIServer" in " ".join(words)
 
 
+def is_fork_server(proc: Any) -> bool:
+    """The fork server that forks the gateway's HTTP workers (`--worker-start forkserver`):
+    front-end memory, since what it imported is shared with the workers it forked."""
+    with contextlib.suppress(Exception):
+        return "multiprocessing.forkserver" in " ".join(proc.cmdline())
+    return False
+
+
 def worker_title(words: list[str]) -> str:
     """A short name for an HTTP-serving process from its command line: `APIServer_2`, or
     the program's name (`vllm-rs`)."""

@@ -23,6 +23,7 @@ from bench.procfs import (
     current_core,
     engine_core_threads,
     is_api_worker,
+    is_fork_server,
     pss_kib,
     read_status_kib,
     rss_kib,
@@ -52,7 +53,8 @@ class MemoryStats:
     # with --api-server-count N: the N HTTP worker processes together (peak of the sums)
     api_workers_rss_peak_mib: float = 0.0
     api_workers: int = 0
-    # the API-server process and its HTTP workers by PSS (shared pages counted once),
+    # the API-server process, its HTTP workers and the fork server they were forked from
+    # (if any) by PSS (shared pages counted once),
     # peak of the sums, sampled with the workers (every 20th poll)
     front_end_pss_peak_mib: float = 0.0
     samples: int = 0
@@ -128,7 +130,8 @@ class ServerProcess:
                     rss = sum(k.memory_info().rss for k in workers) / 2**20
                     mem.api_workers = max(mem.api_workers, len(workers))
                     mem.api_workers_rss_peak_mib = max(mem.api_workers_rss_peak_mib, rss)
-                    pss = [pss_kib(p) for p in (pid, *(k.pid for k in workers))]
+                    front_end = [*workers, *(k for k in kids if is_fork_server(k))]
+                    pss = [pss_kib(p) for p in (pid, *(k.pid for k in front_end))]
                     if None not in pss:
                         front = sum(k for k in pss if k is not None) / 1024
                         mem.front_end_pss_peak_mib = max(mem.front_end_pss_peak_mib, front)

@@ -81,6 +81,12 @@ def test_two_workers_one_engine(workers) -> None:  # type: ignore[no-untyped-def
     family = descendants(proc)
     assert len(named(family, "APIServer")) == 2
     assert len(named(family, "EngineCore")) == 1
+    # forked (the default `--worker-start forkserver`) by one fork server, the gateway's child
+    servers = {worker.parent() for worker in named(family, "APIServer")}
+    assert len(servers) == 1, servers
+    server = servers.pop()
+    assert server is not None and server.ppid() == proc.pid
+    assert "multiprocessing.forkserver" in " ".join(server.cmdline())
     log = live.log.read_text(errors="replace")
     # each worker's engine client reads vLLM's settings once from then on, as the core does
     assert log.count("vllm_settings=cached") == 2

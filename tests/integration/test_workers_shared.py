@@ -1,6 +1,7 @@
 """`--api-server-count 2` with what the workers share: one admission count (`--max-pending-
 requests`), the connections they take in turn (`--connections-per-worker`), and the engine
-core whose death stops them all. One real gateway, ended by the last test.
+core whose death stops them all. One real gateway, ended by the last test; its workers are
+spawned (`--worker-start spawn`), as vllm serve's are.
 """
 
 from __future__ import annotations
@@ -37,7 +38,16 @@ def doomed(
         tmp,
         tiny_model_dir,
         test_home,
-        ["--api-server-count", "2", "--max-pending-requests", "2", "--connections-per-worker", "2"],
+        [
+            "--api-server-count",
+            "2",
+            "--max-pending-requests",
+            "2",
+            "--connections-per-worker",
+            "2",
+            "--worker-start",
+            "spawn",
+        ],
         server_env(test_home),
     )
     try:
@@ -54,6 +64,9 @@ def test_connections_fill_the_first_worker_first(doomed) -> None:  # type: ignor
     wait_for(lambda: live.log.read_text().count("takes connections in turn") == 2, 120)
     workers = http_workers(proc.pid)
     assert set(workers) == {0, 1}
+    # `--worker-start spawn`: the gateway started each worker itself, no fork server
+    assert [p.ppid() for p in named(descendants(proc), "APIServer")] == [proc.pid] * 2
+    assert not named(descendants(proc), "multiprocessing.forkserver")
     port = int(live.base_url.rsplit(":", 1)[1])
     held: list[socket.socket] = []
     order: list[int | None] = []

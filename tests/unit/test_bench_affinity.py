@@ -19,7 +19,7 @@ from bench.affinity import (
 )
 from bench.client import build_plan
 from bench.options import build_parser
-from bench.procfs import is_api_worker, is_engine_core
+from bench.procfs import is_api_worker, is_engine_core, is_fork_server
 from bench.profiles import pin_order, profile_from_args
 
 
@@ -93,6 +93,14 @@ def test_is_api_worker_takes_http_workers_and_the_rust_frontend() -> None:
     assert is_api_worker(Proc(rust, "vllm-rs"))
     assert not is_api_worker(Proc(["/root/site/vllm/vllm-rs", "other"], "vllm-rs"))
     assert not is_api_worker(Proc(["VLLM::EngineCore"], "VLLM::EngineCor"))
+
+
+def test_is_fork_server_takes_the_fork_server_alone() -> None:
+    server = ["/usr/bin/python3", "-B", "-c", "from multiprocessing.forkserver import main; "]
+    assert is_fork_server(Proc(server, "python3"))
+    assert not is_fork_server(Proc(["VLLM::APIServer_0"], "VLLM::APIServer"))
+    tracker = ["/usr/bin/python3", "-B", "-c", "from multiprocessing.resource_tracker import"]
+    assert not is_fork_server(Proc(tracker, "python3"))
 
 
 @pytest.mark.skipif(

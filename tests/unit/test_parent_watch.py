@@ -112,3 +112,53 @@ def test_a_worker_that_starts_after_its_parent_is_gone_stops_at_once() -> None:
     gone = 2**22 + 12345  # not this process's parent: as if it had died before the watch
     watch_parent(gone, poll_s=0.01, on_orphaned=orphaned.set).join(10)
     assert orphaned.is_set()
+
+
+GRANDPARENT = """
+import os, subprocess, sys, time
+middle = subprocess.Popen(
+    [sys.executable, "-c", sys.argv[1], sys.argv[2], sys.argv[3], str(os.getpid())],
+    stdout=subprocess.PIPE,
+)
+print(middle.pid, middle.stdout.readline().decode().strip(), flush=True)
+time.sleep(120)
+"""
+
+MIDDLE = """
+import subprocess, sys, time
+watcher = subprocess.Popen([sys.executable, "-c", *sys.argv[1:]], stdout=subprocess.PIPE)
+watcher.stdout.readline()
+print(watcher.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_grandchild_watches_its_grandparent(tmp_path: Path) -> None:
+    """A worker forked by a fork server has the gateway as its parent's parent: it keeps
+    serving while the gateway lives; once the gateway is killed it stops the gateway's
+    children (the fork server among them) and then itself."""
+    marker = tmp_path / "marker"
+    grandparent = subprocess.Popen(
+        [sys.executable, "-c", GRANDPARENT, MIDDLE, WATCHER, str(marker)],
+        stdout=subprocess.PIPE,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert grandparent.stdout is not None
+    middle, watcher = (psutil.Process(int(pid)) for pid in grandparent.stdout.readline().split())
+    try:
+        assert watcher.ppid() == middle.pid and middle.ppid() == grandparent.pid
+        time.sleep(0.5)
+        assert watcher.is_running() and not marker.exists()
+        grandparent.kill()
+        grandparent.wait(10)
+        wait_until = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < wait_until:
+            time.sleep(0.05)
+        assert marker.read_text() == "orphaned"
+        _, alive = psutil.wait_procs([middle], timeout=30)
+        assert all(_status(p) == psutil.STATUS_ZOMBIE for p in alive)
+    finally:
+        for proc in (middle, watcher):
+            with contextlib.suppress(psutil.Error):
+                proc.kill()

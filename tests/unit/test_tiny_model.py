@@ -33,6 +33,11 @@ def test_presets_architecture() -> None:
     assert (qwen.num_attention_heads, qwen.num_key_value_heads, qwen.head_dim) == (16, 8, 128)
     assert qwen.vocab_size == qwen.tokenizer_size == 151936
     assert qwen.max_position_embeddings == 40960
+
+    # the tiny model's layers with Qwen3's tokenizer, for memory measurements on a CPU
+    big = PRESETS["tiny-qwen3-vocab"]
+    assert (big.num_hidden_layers, big.hidden_size, big.head_dim) == (2, 128, 64)
+    assert big.vocab_size == big.tokenizer_size == qwen.tokenizer_size
     for preset in PRESETS.values():
         assert preset.rope_theta == 1e6
         assert preset.rms_norm_eps == 1e-6
