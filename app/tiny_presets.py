@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 
@@ -57,31 +57,23 @@ ADDED_TOKENS: Final[tuple[str, ...]] = SPECIAL_TOKENS + NON_SPECIAL_ADDED_TOKENS
 EOS_TOKEN: Final = "<|im_end|>"
 PAD_TOKEN: Final = "<|endoftext|>"
 
+_TINY: Final = ModelPreset(
+    name="tiny",
+    num_hidden_layers=2,
+    hidden_size=128,
+    intermediate_size=256,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+    head_dim=64,  # vLLM's CPU attention kernel rejects head_dim 16
+    tokenizer_size=1024,
+    max_position_embeddings=4096,
+)
+
 PRESETS: Final[dict[str, ModelPreset]] = {
-    "tiny": ModelPreset(
-        name="tiny",
-        num_hidden_layers=2,
-        hidden_size=128,
-        intermediate_size=256,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=64,  # vLLM's CPU attention kernel rejects head_dim 16
-        tokenizer_size=1024,
-        max_position_embeddings=4096,
-    ),
+    "tiny": _TINY,
     # the tiny model with Qwen3-0.6B's tokenizer size: what a process's tokenizer costs,
     # on a CPU (bench.front_end_memory)
-    "tiny-qwen3-vocab": ModelPreset(
-        name="tiny-qwen3-vocab",
-        num_hidden_layers=2,
-        hidden_size=128,
-        intermediate_size=256,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=64,
-        tokenizer_size=151936,
-        max_position_embeddings=4096,
-    ),
+    "tiny-qwen3-vocab": replace(_TINY, name="tiny-qwen3-vocab", tokenizer_size=151936),
     "qwen3-0.6b": ModelPreset(
         name="qwen3-0.6b",
         num_hidden_layers=28,

@@ -11,7 +11,7 @@ but the engine core is read from /proc/PID/smaps (`bench.mem_map`): the launcher
 fork server (`--worker-start forkserver`), each HTTP worker and any other helper. PSS
 counts a page shared by several processes once in their sum, so the front end's total
 PSS is what it costs the machine. Results: --out/summary.json (rewritten after every
-server) and a Markdown table on stdout.
+server), and a Markdown table in --out/table.md and on stdout.
 """
 
 from __future__ import annotations
@@ -93,10 +93,15 @@ def table(runs: list[dict[str, Any]]) -> str:
             f"| {run['label']} | {run['repeat']} | {run['ready_s']} | {s['total_pss_mib']} "
             f"| {roles.get('launcher', '-')} | {roles.get('fork server', '-')} "
             f"| {roles.get('worker', '-')} ({s['workers']}) "
-            f"| {s['worker_pss_mib']} / {s['worker_private_mib']} / {s['worker_rss_mib']} "
+            f"| {_cell(s['worker_pss_mib'])} / {_cell(s['worker_private_mib'])} "
+            f"/ {_cell(s['worker_rss_mib'])} "
             f"| {s['total_rss_mib']} |"
         )
     return "\n".join(lines)
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else str(value)
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -130,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                 json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "runs": runs},
                            indent=1) + "\n"
             )  # fmt: skip
+    (out / "table.md").write_text(table(runs) + "\n", encoding="utf-8")
     sys.stdout.write(table(runs) + "\n")
     return 0
 

@@ -34,7 +34,8 @@
 # MEM_ARGS (gateway flags: bench.mem_map of a gateway started with them, before any
 # benchmark: mem.json, mem-gpu.txt, imports.json),
 # PAIRED_ARGS (run bench.paired with these flags instead of bench.run), COLD_ARGS (run
-# bench.cold_start with these flags instead: fresh servers' first requests), PROFILE_ARGS
+# bench.cold_start with these flags instead: fresh servers' first requests), FEM_ARGS (run
+# bench.front_end_memory with these flags instead: each server's front-end memory), PROFILE_ARGS
 # (run bench.profile once per ';'-separated flag set instead; summaries as profile-N.json),
 # BENCH_SETS (bench.run once per ';'-separated flag set, e.g. "--gateway-args=--api-server-count=4;
 # --gateway-args=--api-server-count=1" with BENCH_ARGS="--servers gateway ..."; the first set
@@ -256,6 +257,15 @@ if [ -n "${COLD_ARGS:-}" ]; then
   timeout -k 10 "$LEFT" "$PY" -m bench.cold_start --profile gpu --model "$MODEL_DIR" \
     --out "$OUT/cold" --deadline-s "$LEFT" --python "$PY" "$@"
   say "bench.cold_start exit $?"
+  exit 0
+fi
+if [ -n "${FEM_ARGS:-}" ]; then
+  # or bench.front_end_memory: each server started in turn, its front end's memory read
+  say "bench.front_end_memory with ${LEFT}s left"
+  eval "set -- $FEM_ARGS"
+  timeout -k 10 "$LEFT" "$PY" -m bench.front_end_memory --profile gpu --model "$MODEL_DIR" \
+    --out "$OUT/fem" --python "$PY" "$@"
+  say "bench.front_end_memory exit $?"
   exit 0
 fi
 if [ -n "${PROFILE_ARGS:-}" ]; then

@@ -21,7 +21,15 @@ def _dry_gpu_run(tmp_path: Path, fake: str = "", **knobs: str | None) -> list[li
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")
-    modes = ("TEST_ARGS", "PAIRED_ARGS", "COLD_ARGS", "PROFILE_ARGS", "BENCH_ARGS", "BENCH_SETS")
+    modes = (
+        "TEST_ARGS",
+        "PAIRED_ARGS",
+        "COLD_ARGS",
+        "FEM_ARGS",
+        "PROFILE_ARGS",
+        "BENCH_ARGS",
+        "BENCH_SETS",
+    )
     env = {
         **{name: value for name, value in os.environ.items() if name not in modes},
         "DRY_RUN": "1",
@@ -113,6 +121,24 @@ def test_gpu_run_runs_bench_cold_start_instead_of_the_ab(tmp_path: Path) -> None
     ]
     assert call[call.index("--out") + 1] == str(tmp_path / "out" / "cold")
     assert call[call.index("--repeats") + 1] == "2"
+
+
+def test_gpu_run_runs_bench_front_end_memory_instead_of_the_ab(tmp_path: Path) -> None:
+    """FEM_ARGS: one bench.front_end_memory with those flags on the GPU profile, no bench.run."""
+    calls = _dry_gpu_run(
+        tmp_path,
+        FEM_ARGS="--server 'fork=gateway --api-server-count 4' "
+        "--server 'rust=VLLM_USE_RUST_FRONTEND=1 vllm' --repeats 2",
+    )
+    found = [call for call in calls if "bench.front_end_memory" in call]
+    assert len(found) == 1 and not [call for call in calls if "bench.run" in call]
+    (call,) = found
+    assert [call[i + 1] for i, word in enumerate(call) if word == "--server"] == [
+        "fork=gateway --api-server-count 4",
+        "rust=VLLM_USE_RUST_FRONTEND=1 vllm",
+    ]
+    assert call[call.index("--profile") + 1] == "gpu"
+    assert call[call.index("--out") + 1] == str(tmp_path / "out" / "fem")
 
 
 def test_gpu_run_gives_each_call_its_own_results_folder(tmp_path: Path) -> None:
