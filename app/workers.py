@@ -3,9 +3,10 @@
 One Python process tops out at what one core can tokenize, detokenize and frame as SSE;
 at high concurrency on a GPU that, not the engine, is the limit. With N > 1 the gateway
 uses vLLM's own multi-API-server launcher (the one behind `vllm serve --api-server-count
-N`): it starts the engine core once, binds the listening socket once and spawns N
-processes. Each of them runs the gateway app here, with an AsyncLLM that is one client of
-that engine core. Prometheus runs in multiprocess mode, so `/metrics` answered by any
+N`): it starts the engine core once, binds the listening socket once and starts N
+processes (forked from one fork server by default, `app.worker_start`; vLLM spawns them).
+Each of them runs the gateway app here, with an AsyncLLM that is one client of that
+engine core. Prometheus runs in multiprocess mode, so `/metrics` answered by any
 worker covers all of them.
 """
 
@@ -42,7 +43,7 @@ def _event() -> Any:
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    """What every worker needs to build the same app (pickled into the spawned process)."""
+    """What every worker needs to build the same app (pickled into each worker process)."""
 
     settings: Settings
     source: ModelSource
@@ -173,7 +174,8 @@ def serve_worker(
     client_config: dict[str, Any] | None = None,
     **_: Any,
 ) -> None:
-    """One HTTP worker (runs in a spawned process): the gateway app on the shared socket."""
+    """One HTTP worker (runs in a forked or spawned process): the gateway app on the shared
+    socket."""
     from app.cli import configure_logging
     from app.main import create_app
     from app.parent_watch import watch_parent
