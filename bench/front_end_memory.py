@@ -61,6 +61,11 @@ def summarize(processes: list[tuple[str, ProcessMemory]]) -> dict[str, Any]:
         return round(kib / 1024, 1)
 
     workers = [p for r, p in processes if r == "worker"]
+
+    def worker_median(kib_field: str) -> float | None:
+        values = [getattr(p, kib_field) for p in workers]
+        return mib(statistics.median(values)) if values else None
+
     by_role: dict[str, float] = {}
     for name, proc in processes:
         by_role[name] = by_role.get(name, 0.0) + proc.pss_kib
@@ -69,11 +74,9 @@ def summarize(processes: list[tuple[str, ProcessMemory]]) -> dict[str, Any]:
         "total_rss_mib": mib(sum(p.rss_kib for _, p in processes)),
         "pss_by_role_mib": {name: mib(kib) for name, kib in sorted(by_role.items())},
         "workers": len(workers),
-        "worker_pss_mib": mib(statistics.median(p.pss_kib for p in workers)) if workers else None,
-        "worker_private_mib": (
-            mib(statistics.median(p.private_kib for p in workers)) if workers else None
-        ),
-        "worker_rss_mib": mib(statistics.median(p.rss_kib for p in workers)) if workers else None,
+        "worker_pss_mib": worker_median("pss_kib"),
+        "worker_private_mib": worker_median("private_kib"),
+        "worker_rss_mib": worker_median("rss_kib"),
     }
 
 

@@ -85,6 +85,16 @@ def pss_kib(pid: int) -> int | None:
     return None
 
 
+def front_end_pss_mib(root: int, descendants: list[Any]) -> float | None:
+    """PSS of the started process, its HTTP workers and the fork server they were forked
+    from (if any), shared pages counted once; None when one of them can't be read."""
+    front = [k.pid for k in descendants if is_api_worker(k) or is_fork_server(k)]
+    pss = [pss_kib(pid) for pid in (root, *front)]
+    if None in pss:
+        return None
+    return sum(k for k in pss if k is not None) / 1024
+
+
 def thread_cpu_seconds(pid: int) -> dict[str, float]:
     """CPU seconds (user + system) each thread of `pid` has used so far, keyed 'TID:NAME'
     (NAME is the thread's comm: Python threads keep the process's title unless renamed)."""

@@ -22,9 +22,8 @@ from bench.http_calls import get_json, get_status
 from bench.procfs import (
     current_core,
     engine_core_threads,
+    front_end_pss_mib,
     is_api_worker,
-    is_fork_server,
-    pss_kib,
     read_status_kib,
     rss_kib,
     worker_title,
@@ -53,9 +52,7 @@ class MemoryStats:
     # with --api-server-count N: the N HTTP worker processes together (peak of the sums)
     api_workers_rss_peak_mib: float = 0.0
     api_workers: int = 0
-    # the API-server process, its HTTP workers and the fork server they were forked from
-    # (if any) by PSS (shared pages counted once),
-    # peak of the sums, sampled with the workers (every 20th poll)
+    # procfs.front_end_pss_mib: peak of the sums, sampled with the workers (every 20th poll)
     front_end_pss_peak_mib: float = 0.0
     samples: int = 0
     # which CPU the API-server's main thread was on at each poll (placement matters on
@@ -130,10 +127,8 @@ class ServerProcess:
                     rss = sum(k.memory_info().rss for k in workers) / 2**20
                     mem.api_workers = max(mem.api_workers, len(workers))
                     mem.api_workers_rss_peak_mib = max(mem.api_workers_rss_peak_mib, rss)
-                    front_end = [*workers, *(k for k in kids if is_fork_server(k))]
-                    pss = [pss_kib(p) for p in (pid, *(k.pid for k in front_end))]
-                    if None not in pss:
-                        front = sum(k for k in pss if k is not None) / 1024
+                    front = front_end_pss_mib(pid, kids)
+                    if front is not None:
                         mem.front_end_pss_peak_mib = max(mem.front_end_pss_peak_mib, front)
 
     def alive(self) -> bool:

@@ -103,6 +103,31 @@ def test_is_fork_server_takes_the_fork_server_alone() -> None:
     assert not is_fork_server(Proc(tracker, "python3"))
 
 
+def test_front_end_pss_sums_the_launcher_workers_and_fork_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import bench.procfs
+
+    class Kid(Proc):
+        def __init__(self, pid: int, cmdline: list[str]) -> None:
+            super().__init__(cmdline, "python3")
+            self.pid = pid
+
+    server = ["python3", "-c", "from multiprocessing.forkserver import main"]
+    kids = [
+        Kid(2, ["VLLM::APIServer_0"]),
+        Kid(3, ["VLLM::APIServer_1"]),
+        Kid(4, server),
+        Kid(5, ["python3", "-c", "from multiprocessing.resource_tracker import main"]),
+        Kid(6, ["VLLM::EngineCore"]),
+    ]
+    pss = {1: 400 * 1024, 2: 300 * 1024, 3: 300 * 1024, 4: 150 * 1024, 5: 7, 6: 9}
+    monkeypatch.setattr(bench.procfs, "pss_kib", pss.get)
+    assert bench.procfs.front_end_pss_mib(1, kids) == 400 + 300 + 300 + 150
+    del pss[3]  # a worker gone meanwhile: no sum rather than a low one
+    assert bench.procfs.front_end_pss_mib(1, kids) is None
+
+
 @pytest.mark.skipif(
     len(os.sched_getaffinity(0)) < 2, reason="placing processes apart needs two CPUs"
 )
