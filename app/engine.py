@@ -169,6 +169,15 @@ def engine_tokenizer(llm: Any) -> Tokenizer | None:
     return None
 
 
+def tokenizer_origin(shared: Tokenizer | None) -> str:
+    """Where the gateway's tokenizer came from, for the start-up log line."""
+    from app.shared_tokenizer import is_shared
+
+    if shared is None:
+        return "loaded apart"
+    return "the engine's, from the fork server" if is_shared(shared) else "the engine's"
+
+
 def load_tokenizer(path: str, *, trust_remote_code: bool, revision: str | None) -> Tokenizer:
     from transformers import AutoTokenizer
 
@@ -277,7 +286,7 @@ async def start_engine(
         info.max_num_batched_tokens,
         "cached" if cached else "read each time",
         "per step" if writes_per_step(llm) else "per token",
-        "the engine's" if shared is not None else "loaded apart",
+        tokenizer_origin(shared),
         "first" if reordered else "in the engine's order",
     )
     return Engine(llm, tokenizer, info)

@@ -16,10 +16,13 @@ workers, everything else it asks of `multiprocessing` unchanged.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
+
+from app.shared_tokenizer import ENV, TokenizerKey
 
 WorkerStart = Literal["spawn", "forkserver"]
 
@@ -29,8 +32,10 @@ PRELOAD = (
     "app.server",
     "app.cli",
     "vllm.v1.engine.async_llm",
+    "app.fork_preload",
 )
-"""What the fork server imports before forking: what every worker imports anyway."""
+"""What the fork server imports before forking: what every worker imports anyway, and
+last the entry that loads the workers' tokenizer there (`app.shared_tokenizer`)."""
 
 
 class _Multiprocessing(types.ModuleType):
@@ -50,15 +55,25 @@ class _Multiprocessing(types.ModuleType):
 
 
 @contextmanager
-def worker_start(method: WorkerStart, target: types.ModuleType) -> Iterator[None]:
-    """While inside, `target` (vLLM's `vllm.v1.utils`) starts processes by `method`."""
+def worker_start(
+    method: WorkerStart, target: types.ModuleType, tokenizer: TokenizerKey | None = None
+) -> Iterator[None]:
+    """While inside, `target` (vLLM's `vllm.v1.utils`) starts processes by `method`; a
+    fork server started meanwhile loads `tokenizer` for the workers it forks."""
     if method == "spawn":
         yield
         return
     multiprocessing.get_context("forkserver").set_forkserver_preload(list(PRELOAD))
     previous = target.multiprocessing
     target.multiprocessing = _Multiprocessing(method)  # type: ignore[attr-defined]
+    env_before = os.environ.get(ENV)
+    if tokenizer is not None:  # the fork server inherits this process's environment
+        os.environ[ENV] = tokenizer.to_json()
     try:
         yield
     finally:
         target.multiprocessing = previous  # type: ignore[attr-defined]
+        if env_before is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = env_before

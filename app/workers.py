@@ -32,6 +32,7 @@ from app.engine import device_type
 from app.model_source import ModelSource
 from app.settings import Settings
 from app.shared_pending import SharedPending
+from app.shared_tokenizer import TokenizerKey
 from app.worker_start import worker_start
 
 logger = logging.getLogger(__name__)
@@ -81,12 +82,16 @@ def run_workers(settings: Settings, source: ModelSource) -> int:
     import vllm.v1.utils as vllm_utils
     from vllm.entrypoints.cli import serve as vllm_serve
 
-    args = launcher_args(settings, source)
+    from app.main import gateway_engine_args
+
+    engine_args = gateway_engine_args(settings, source)
+    args = launcher_args(settings, source, engine_args)
+    tokenizer = fork_tokenizer(engine_args) if settings.worker_start == "forkserver" else None
     # vLLM's launcher spawns `run_api_server_worker_proc` per worker; ours serves the
     # gateway app instead of vLLM's (same signature, looked up when workers start).
     vllm_utils.run_api_server_worker_proc = serve_worker
     logger.info("starting %d HTTP workers sharing one engine", settings.api_server_count)
-    with signals_seen() as seen, worker_start(settings.worker_start, vllm_utils):
+    with signals_seen() as seen, worker_start(settings.worker_start, vllm_utils, tokenizer):
         try:
             vllm_serve.run_multi_api_server(args)
         except SystemExit:  # SIGTERM/SIGINT: the launcher has stopped the workers and engine
@@ -134,15 +139,27 @@ def signals_seen() -> Iterator[Callable[[], list[int]]]:
         os.close(write_end)
 
 
-def launcher_args(settings: Settings, source: ModelSource) -> Any:
-    """The `vllm serve` namespace the launcher reads: vLLM's defaults, our engine options,
-    our address, the worker count, and the spec the workers build the app from."""
+def fork_tokenizer(engine_args: Any) -> TokenizerKey | None:
+    """The tokenizer the workers' AsyncLLMs will load, for the fork server to load once
+    (`app.shared_tokenizer`); None where that can't be told (the workers load their own)."""
+    try:
+        return TokenizerKey.of(engine_args.create_model_config())
+    except Exception:
+        logger.warning("the workers will load their own tokenizers", exc_info=True)
+        return None
+
+
+def launcher_args(settings: Settings, source: ModelSource, engine_args: Any = None) -> Any:
+    """The `vllm serve` namespace the launcher reads: vLLM's defaults, our engine options
+    (`engine_args`, else the settings'), our address, the worker count, and the spec the
+    workers build the app from."""
     from vllm.entrypoints.cli import serve as vllm_serve
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     from app.main import gateway_engine_args
 
-    engine_args = gateway_engine_args(settings, source)
+    if engine_args is None:
+        engine_args = gateway_engine_args(settings, source)
     # The launcher SIGTERMs the workers and kills what is left after this long: give
     # each worker its drain time.
     drain = int(settings.drain_timeout) + 10

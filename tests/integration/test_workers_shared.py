@@ -67,6 +67,8 @@ def test_connections_fill_the_first_worker_first(doomed) -> None:  # type: ignor
     # `--worker-start spawn`: the gateway started each worker itself, no fork server
     assert [p.ppid() for p in named(descendants(proc), "APIServer")] == [proc.pid] * 2
     assert not named(descendants(proc), "multiprocessing.forkserver")
+    log = live.log.read_text(errors="replace")  # so each worker loaded its own tokenizer
+    assert log.count("tokenizer=the engine's first_tokens") == 2
     port = int(live.base_url.rsplit(":", 1)[1])
     held: list[socket.socket] = []
     order: list[int | None] = []

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.forkserver
+import os
 import types
 from collections.abc import Iterator
 
 import pytest
 
+from app.shared_tokenizer import ENV, TokenizerKey
 from app.worker_start import PRELOAD, worker_start
+
+KEY = TokenizerKey("/models/q", "generate", "auto", None, False, copies=2)
 
 
 @pytest.fixture
@@ -57,3 +61,19 @@ def test_every_preloaded_module_exists() -> None:
     import importlib.util
 
     assert all(importlib.util.find_spec(name) is not None for name in PRELOAD)
+
+
+def test_the_fork_server_hears_of_the_tokenizer_meanwhile(
+    launcher: types.ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    with worker_start("forkserver", launcher, KEY):
+        # the fork server, started while the launcher starts the workers, inherits it
+        assert TokenizerKey.from_json(os.environ[ENV]) == KEY
+    assert ENV not in os.environ
+    with worker_start("spawn", launcher, KEY):
+        assert ENV not in os.environ
+    monkeypatch.setenv(ENV, "before")
+    with worker_start("forkserver", launcher, KEY):
+        assert os.environ[ENV] == KEY.to_json()
+    assert os.environ[ENV] == "before"

@@ -15,6 +15,7 @@ from app.workers import (
     WorkerSpec,
     auto_worker_count,
     exit_status,
+    fork_tokenizer,
     launcher_args,
     signals_seen,
     stop_status,
@@ -111,3 +112,14 @@ def test_signals_seen_names_the_signal_behind_a_bare_system_exit() -> None:
             assert seen() == [signal.SIGUSR1]
     finally:
         signal.signal(signal.SIGUSR1, previous)
+
+
+def test_the_fork_server_loads_the_tokenizer_the_workers_will_ask_for(tiny_dir) -> None:  # type: ignore[no-untyped-def]
+    from app.main import gateway_engine_args
+
+    source = ModelSource(path=str(tiny_dir), requested="tiny")
+    key = fork_tokenizer(gateway_engine_args(Settings(), source))
+    assert key is not None
+    assert (key.tokenizer, key.runner_type, key.copies) == (str(tiny_dir), "generate", 2)
+    # where the model config can't be built, the workers load their own
+    assert fork_tokenizer(object()) is None
