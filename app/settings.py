@@ -131,8 +131,9 @@ class Settings(BaseSettings):
     worker_start: Literal["spawn", "forkserver"] = Field(
         default="forkserver",
         description="With several HTTP workers: how they are started; forkserver forks "
-        "each from one process that imported vLLM once, so the workers share those pages "
-        "(spawn: each imports it afresh, as vllm serve's workers do).",
+        "each from one process that imported vLLM and loaded the tokenizer once, so the "
+        "workers share those pages (spawn: each imports and loads them afresh, as vllm "
+        "serve's workers do).",
     )
     warmup: bool = Field(
         default=True,
