@@ -14,9 +14,9 @@ CJK, emoji, zero-width characters, and texts decoded from random ids. Otherwise,
 where `fastokens` is not installed, prompts go through `tokenizers` as before. It is
 used for `add_special_tokens=False` only, which is how the gateway encodes rendered
 prompts. The Qwen3-sized vocabulary costs about 80 MiB of memory per process (48 MiB
-loaded, the rest at the first encode), plus 16-20 MiB for the encode thread if a text long
-enough goes there (`app.encode.FAST_OFF_LOOP_CHARS`); the tiny test tokenizer's 1,024 ids
-29 MiB (the gateway's peak RSS on the CPU box 626 against 597 MiB). Unless the user says
+loaded, the rest at the first encode; forked HTTP workers share the 48 their fork
+server `preload`ed), plus 16-20 MiB for the encode thread if a text long enough goes there
+(`app.encode.FAST_OFF_LOOP_CHARS`); the tiny test tokenizer's 1,024 ids 29 MiB (the gateway's peak RSS on the CPU box 626 against 597 MiB). Unless the user says
 (`--fast-tokenizer`), it is used with a GPU only: on the 2-core CPU box the engine's
 prefill of a 128-token prompt (7-24 ms) dwarfs its encode (0.1-0.3 ms), and the
 issue's CPU goal keeps the front end's memory below `vllm serve`'s.
@@ -49,6 +49,7 @@ FIXED_TEXTS: Final[tuple[str, ...]] = (
 )
 
 _FAST: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_PRELOADED: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def fast_encoder(tokenizer: Any) -> Any | None:
@@ -74,18 +75,50 @@ def attach(tokenizer: Any) -> str | None:
     return None
 
 
-def load(tokenizer: Any) -> tuple[Any | None, str]:
-    """A `fastokens.Tokenizer` for `tokenizer` that gives its ids on `check_texts`, without
-    attaching it; else None and why not."""
+def preload(tokenizer: Any) -> bool:
+    """Load `fastokens` for `tokenizer` without checking it, for `load` to take up later in
+    this process or in a process forked from it (the fork server, `app.shared_tokenizer`:
+    the workers share its 48 MiB for Qwen3's vocabulary). Nothing is encoded: `fastokens`
+    starts its threads at the first encode, and the fork server must have none when it
+    forks. Whether it loaded."""
     try:
-        import fastokens
+        fast = _from_backend(tokenizer)
+        _PRELOADED[tokenizer] = fast
+    except Exception:  # not installed, no backend, a tokenizer.json it can't load
+        return False
+    return True
+
+
+def preloaded(tokenizer: Any) -> Any | None:
+    """The `fastokens` `preload` made for a tokenizer with `tokenizer`'s backend (a forked
+    worker's renderer copies the tokenizer its fork server loaded, sharing its backend)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    for known, fast in list(_PRELOADED.items()):
+        if backend is not None and getattr(known, "backend_tokenizer", None) is backend:
+            return fast
+    return None
+
+
+def _from_backend(tokenizer: Any) -> Any:
+    import fastokens
+
+    return fastokens.Tokenizer.from_json_str(tokenizer.backend_tokenizer.to_str())
+
+
+def load(tokenizer: Any) -> tuple[Any | None, str]:
+    """A `fastokens.Tokenizer` for `tokenizer` (the one `preload` made, if any) that gives
+    its ids on `check_texts`, without attaching it; else None and why not."""
+    try:
+        import fastokens  # noqa: F401 - only whether it is there
     except ImportError:
         return None, "fastokens is not installed"
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None or not hasattr(backend, "to_str"):
         return None, "the tokenizer has no tokenizers backend"
     try:
-        fast = fastokens.Tokenizer.from_json_str(backend.to_str())
+        fast = preloaded(tokenizer)
+        if fast is None:
+            fast = _from_backend(tokenizer)
         mismatch = first_mismatch(tokenizer, fast, check_texts(tokenizer))
     except Exception as exc:  # a tokenizer.json it can't load, or an error while checking
         return None, f"fastokens failed on this tokenizer: {exc}"
@@ -98,14 +131,18 @@ def choose(tokenizer: Any, wanted: bool | None, device_type: str = "") -> str:
     """Attach `fastokens` to `tokenizer` when `wanted` (None: auto, wanted unless the
     engine's `device_type` is "cpu"), else detach it; what encodes the prompts now, in
     words for the log."""
-    if wanted is None and device_type == "cpu":
+    if not is_wanted(wanted, device_type):
         detach(tokenizer)
+        if wanted is False:
+            return "tokenizers (--no-fast-tokenizer)"
         return "tokenizers (auto: fastokens off on CPU; --fast-tokenizer turns it on)"
-    if wanted is False:
-        detach(tokenizer)
-        return "tokenizers (--no-fast-tokenizer)"
     why_not = attach(tokenizer)
     return "fastokens" if why_not is None else f"tokenizers: {why_not}"
+
+
+def is_wanted(wanted: bool | None, device_type: str) -> bool:
+    """`--fast-tokenizer`'s choice: on when asked, or by default with an accelerator."""
+    return wanted is True or (wanted is None and device_type != "cpu")
 
 
 def detach(tokenizer: Any) -> None:

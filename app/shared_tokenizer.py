@@ -47,9 +47,10 @@ class TokenizerKey:
     tokenizer_revision: str | None
     trust_remote_code: bool
     copies: int
+    fast: bool = False  # the workers encode with fastokens: load that once too
 
     @classmethod
-    def of(cls, model_config: Any) -> TokenizerKey | None:
+    def of(cls, model_config: Any, *, fast: bool = False) -> TokenizerKey | None:
         """The key a worker's AsyncLLM will ask for, or None where it loads no tokenizer."""
         if getattr(model_config, "skip_tokenizer_init", False):
             return None
@@ -60,6 +61,7 @@ class TokenizerKey:
             tokenizer_revision=model_config.tokenizer_revision,
             trust_remote_code=bool(model_config.trust_remote_code),
             copies=int(getattr(model_config, "renderer_num_workers", 1)) + 1,
+            fast=fast,
         )
 
     def to_json(self) -> str:
@@ -71,14 +73,19 @@ class TokenizerKey:
 
 
 def preload(key: TokenizerKey) -> Any:
-    """Load the tokenizer into vLLM's cache and make its shared pool; the tokenizer."""
+    """Load the tokenizer into vLLM's cache and make its shared pool, and `fastokens` for
+    it where the workers will use that (`app.fast_encode.preload`); the tokenizer."""
     from vllm.tokenizers.registry import cached_tokenizer_from_config
 
+    from app import fast_encode
+
     fields = asdict(key)
-    fields.pop("copies")
+    del fields["copies"], fields["fast"]
     config = types.SimpleNamespace(skip_tokenizer_init=False, hf_config=None, **fields)
     tokenizer = cached_tokenizer_from_config(config)
     share_pool(tokenizer, key.copies)
+    if key.fast:
+        fast_encode.preload(tokenizer)
     return tokenizer
 
 

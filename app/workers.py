@@ -26,6 +26,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
+from app import fast_encode
 from app.accept_gate import WorkerLoads, WorkerSlot
 from app.cpus import usable_cpus
 from app.engine import device_type
@@ -86,7 +87,10 @@ def run_workers(settings: Settings, source: ModelSource) -> int:
 
     engine_args = gateway_engine_args(settings, source)
     args = launcher_args(settings, source, engine_args)
-    tokenizer = fork_tokenizer(engine_args) if settings.worker_start == "forkserver" else None
+    tokenizer = None
+    if settings.worker_start == "forkserver":
+        fast = fast_encode.is_wanted(settings.fast_tokenizer, device_type())
+        tokenizer = fork_tokenizer(engine_args, fast=fast)
     # vLLM's launcher spawns `run_api_server_worker_proc` per worker; ours serves the
     # gateway app instead of vLLM's (same signature, looked up when workers start).
     vllm_utils.run_api_server_worker_proc = serve_worker
@@ -139,11 +143,12 @@ def signals_seen() -> Iterator[Callable[[], list[int]]]:
         os.close(write_end)
 
 
-def fork_tokenizer(engine_args: Any) -> TokenizerKey | None:
-    """The tokenizer the workers' AsyncLLMs will load, for the fork server to load once
-    (`app.shared_tokenizer`); None where that can't be told (the workers load their own)."""
+def fork_tokenizer(engine_args: Any, *, fast: bool = False) -> TokenizerKey | None:
+    """The tokenizer the workers' AsyncLLMs will load (and with `fast`, their `fastokens`),
+    for the fork server to load once (`app.shared_tokenizer`); None where that can't be
+    told (the workers load their own)."""
     try:
-        return TokenizerKey.of(engine_args.create_model_config())
+        return TokenizerKey.of(engine_args.create_model_config(), fast=fast)
     except Exception:
         logger.warning("the workers will load their own tokenizers", exc_info=True)
         return None

@@ -54,9 +54,9 @@ def workers(
     prom_dir.mkdir()
     env = server_env(test_home)
     env["PROMETHEUS_MULTIPROC_DIR"] = str(prom_dir)  # so the test can see who wrote what
-    proc, live = start_gateway(
-        tmp, tiny_model_dir, test_home, ["--api-server-count", "2", *DRAIN_FLAGS], env
-    )
+    # fastokens on, as with a GPU: the fork server preloads it for the workers too
+    flags = ["--api-server-count", "2", "--fast-tokenizer", *DRAIN_FLAGS]
+    proc, live = start_gateway(tmp, tiny_model_dir, test_home, flags, env)
     try:
         yield proc, live, prom_dir
     finally:
@@ -94,6 +94,7 @@ def test_two_workers_one_engine(workers) -> None:  # type: ignore[no-untyped-def
     assert log.count("inter_token_latency=per step") == 2
     # and serves with the tokenizer the fork server loaded once for all (app.shared_tokenizer)
     assert log.count("tokenizer=the engine's, from the fork server") == 2
+    assert log.count("prompts encoded by fastokens") == 2
 
 
 def test_each_worker_warms_up_and_only_the_engine_counts_it(workers) -> None:  # type: ignore[no-untyped-def]

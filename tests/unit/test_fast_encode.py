@@ -187,3 +187,68 @@ async def test_a_conversations_earlier_turns_are_remembered_with_fastokens(
             {"role": "assistant", "content": _words(attached, 80, 4 + turn)},
             {"role": "user", "content": _words(attached, 80, 6 + turn)},
         ]
+
+
+@pytest.mark.parametrize(
+    ("wanted", "device", "expected"),
+    [(True, "cpu", True), (None, "cpu", False), (None, "cuda", True), (False, "cuda", False)],
+)
+def test_is_wanted(wanted: bool | None, device: str, expected: bool) -> None:
+    assert fast_encode.is_wanted(wanted, device) is expected
+
+
+def test_a_copy_takes_up_the_preloaded_fastokens(tiny_dir: Any) -> None:
+    """The fork server preloads fastokens for its tokenizer; a worker's copy of that
+    tokenizer (same backend) checks and attaches that one instead of loading its own."""
+    import copy
+
+    from transformers import AutoTokenizer
+
+    loaded = AutoTokenizer.from_pretrained(tiny_dir)
+    assert fast_encode.preload(loaded)
+    fast = fast_encode.preloaded(loaded)
+    assert fast is not None
+    worker_copy = copy.copy(loaded)
+    assert fast_encode.preloaded(worker_copy) is fast
+    assert fast_encode.preloaded(AutoTokenizer.from_pretrained(tiny_dir)) is None  # other backend
+    try:
+        assert fast_encode.attach(worker_copy) is None
+        assert fast_encode.fast_encoder(worker_copy) is fast
+        text = "hello world, hello tokenizer"
+        assert list(fast.encode(text, add_special_tokens=False).ids) == worker_copy.encode(
+            text, add_special_tokens=False
+        )
+    finally:
+        fast_encode.detach(worker_copy)
+    assert fast_encode.preload(object()) is False  # no backend: nothing to load
+
+
+PRELOAD_THREADS = """
+import os, sys
+from transformers import AutoTokenizer
+from app import fast_encode
+tokenizer = AutoTokenizer.from_pretrained(sys.argv[1])
+before = len(os.listdir("/proc/self/task"))
+assert fast_encode.preload(tokenizer)
+after_preload = len(os.listdir("/proc/self/task"))
+fast_encode.preloaded(tokenizer).encode("hello", add_special_tokens=False)
+print(before, after_preload, len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="counts threads in /proc")
+def test_preloading_starts_no_thread(tiny_dir: Any) -> None:
+    """The fork server must have no thread but its own when it forks: fastokens starts
+    its threads at the first encode, so `preload` encodes nothing."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", PRELOAD_THREADS, str(tiny_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    before, after_preload, after_encode = map(int, done.stdout.split())
+    assert after_preload == before
+    assert after_encode > before  # what an encode there would have done

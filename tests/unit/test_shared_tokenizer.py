@@ -93,3 +93,12 @@ def test_preload_from_environment(tokenizer_dir: Path, caplog: pytest.LogCapture
     from vllm.tokenizers.registry import cached_tokenizer_from_config
 
     assert is_shared(cached_tokenizer_from_config(model_config(str(tokenizer_dir))))
+
+
+def test_preload_loads_fastokens_for_the_workers_when_they_use_it(tokenizer_dir: Path) -> None:
+    from app import fast_encode
+
+    key = TokenizerKey.of(model_config(str(tokenizer_dir)), fast=True)
+    assert key is not None and key.fast
+    loaded = preload(key)
+    assert fast_encode.preloaded(copy.copy(loaded)) is not None

@@ -121,5 +121,8 @@ def test_the_fork_server_loads_the_tokenizer_the_workers_will_ask_for(tiny_dir) 
     key = fork_tokenizer(gateway_engine_args(Settings(), source))
     assert key is not None
     assert (key.tokenizer, key.runner_type, key.copies) == (str(tiny_dir), "generate", 2)
+    assert not key.fast
+    fast = fork_tokenizer(gateway_engine_args(Settings(), source), fast=True)
+    assert fast is not None and fast.fast
     # where the model config can't be built, the workers load their own
     assert fork_tokenizer(object()) is None
