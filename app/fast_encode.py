@@ -16,7 +16,8 @@ used for `add_special_tokens=False` only, which is how the gateway encodes rende
 prompts. The Qwen3-sized vocabulary costs about 80 MiB of memory per process (48 MiB
 loaded, the rest at the first encode; forked HTTP workers share the 48 their fork
 server `preload`ed), plus 16-20 MiB for the encode thread if a text long enough goes there
-(`app.encode.FAST_OFF_LOOP_CHARS`); the tiny test tokenizer's 1,024 ids 29 MiB (the gateway's peak RSS on the CPU box 626 against 597 MiB). Unless the user says
+(`app.encode.FAST_OFF_LOOP_CHARS`); the tiny test tokenizer's 1,024 ids 29 MiB (the
+gateway's peak RSS on the CPU box 626 against 597 MiB). Unless the user says
 (`--fast-tokenizer`), it is used with a GPU only: on the 2-core CPU box the engine's
 prefill of a 128-token prompt (7-24 ms) dwarfs its encode (0.1-0.3 ms), and the
 issue's CPU goal keeps the front end's memory below `vllm serve`'s.
