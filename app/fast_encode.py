@@ -138,7 +138,12 @@ def choose(tokenizer: Any, wanted: bool | None, device_type: str = "") -> str:
             return "tokenizers (--no-fast-tokenizer)"
         return "tokenizers (auto: fastokens off on CPU; --fast-tokenizer turns it on)"
     why_not = attach(tokenizer)
-    return "fastokens" if why_not is None else f"tokenizers: {why_not}"
+    if why_not is not None:
+        return f"tokenizers: {why_not}"
+    inherited = preloaded(tokenizer)
+    if inherited is not None and fast_encoder(tokenizer) is inherited:
+        return "fastokens (loaded by the fork server)"
+    return "fastokens"
 
 
 def is_wanted(wanted: bool | None, device_type: str) -> bool:

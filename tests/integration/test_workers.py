@@ -94,7 +94,7 @@ def test_two_workers_one_engine(workers) -> None:  # type: ignore[no-untyped-def
     assert log.count("inter_token_latency=per step") == 2
     # and serves with the tokenizer the fork server loaded once for all (app.shared_tokenizer)
     assert log.count("tokenizer=the engine's, from the fork server") == 2
-    assert log.count("prompts encoded by fastokens") == 2
+    assert log.count("prompts encoded by fastokens (loaded by the fork server)") == 2
 
 
 def test_each_worker_warms_up_and_only_the_engine_counts_it(workers) -> None:  # type: ignore[no-untyped-def]
