@@ -80,6 +80,10 @@ pack() {
   if ls "$OUT"/paired/server-*.log >/dev/null 2>&1; then
     (cd "$OUT/paired" && tar -czf "$OUT/paired-logs.tar.gz" server-*.log && rm -f server-*.log)
   fi
+  # bench.front_end_memory: a log per server and repeat, packed as fem-logs.tar.gz
+  if ls "$OUT"/fem/server-*.log >/dev/null 2>&1; then
+    (cd "$OUT/fem" && tar -czf "$OUT/fem-logs.tar.gz" server-*.log && rm -f server-*.log)
+  fi
   if [ -n "${ENGINE_TRACE_DIR:-}" ] && [ -d "$ENGINE_TRACE_DIR" ]; then
     tar -czf "$OUT/trace.tar.gz" -C "$ENGINE_TRACE_DIR" .
   fi

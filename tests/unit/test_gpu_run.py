@@ -262,3 +262,17 @@ def test_gpu_run_traces_every_server_when_asked(tmp_path: Path) -> None:
     off.mkdir()
     _dry_gpu_run(off, BENCH_ARGS="--rounds 1")
     assert not (off / "out" / "trace.tar.gz").exists()  # off by default
+
+
+def test_gpu_run_packs_the_front_end_memory_servers_logs(tmp_path: Path) -> None:
+    """bench.front_end_memory's log per server and repeat travel as one fem-logs.tar.gz (a
+    call returns at most 8 files); its summary and table stay as they are."""
+    fem = tmp_path / "out" / "fem"
+    fem.mkdir(parents=True)
+    names = ("server-fork-0.log", "server-fork-1.log", "server-rust-0.log", "summary.json")
+    for name in (*names, "table.md"):
+        (fem / name).write_text(name)
+    _dry_gpu_run(tmp_path, FEM_ARGS="--server gateway --repeats 2")
+    assert sorted(p.name for p in fem.iterdir()) == ["summary.json", "table.md"]
+    with tarfile.open(tmp_path / "out" / "fem-logs.tar.gz") as packed:
+        assert sorted(packed.getnames()) == sorted(names[:3])
