@@ -178,6 +178,14 @@ def gpu_memory_used_mib() -> int | None:
     return None
 
 
+def gpu_memory_total_gib() -> float | None:
+    """The (first) GPU's memory as nvidia-smi gives it, in GiB; None without one."""
+    out = _nvidia_smi("--query-gpu=memory.total", "--format=csv,noheader,nounits")
+    with contextlib.suppress(ValueError, IndexError):
+        return int((out or "").split()[0]) / 1024
+    return None
+
+
 def wait_gpu_released(limit_mib: int = 2048, timeout_s: float = 60.0) -> int | None:
     """After a server stops, wait until the GPU's memory is free for the next one."""
     deadline = time.monotonic() + timeout_s

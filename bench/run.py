@@ -24,7 +24,13 @@ from typing import Any
 
 from bench.affinity import engine_apart
 from bench.commands import bench_server, ensure_model, probe, results_header, server_env
-from bench.machine import engine_config_line, favoured_client, loadavg, wait_gpu_released
+from bench.machine import (
+    engine_config_line,
+    favoured_client,
+    gpu_memory_total_gib,
+    loadavg,
+    wait_gpu_released,
+)
 from bench.options import build_parser, server_root
 from bench.plan_runner import PlanRunner
 from bench.profiles import (
@@ -165,7 +171,8 @@ class Runner(PlanRunner):
         if name == "gwb":
             flags = shlex.split(self.args.gateway_args or "") + flags
         if self.args.together:
-            flags += memory_flags(self.profile.name, len(self.servers), flags)
+            device_gib = gpu_memory_total_gib() if self.profile.name == "gpu" else None
+            flags += memory_flags(self.profile.name, len(self.servers), flags, device_gib)
         return flags
 
     def session(self, name: str, rnd: int, model: str) -> None:

@@ -35,18 +35,35 @@ tokens of Qwen3-0.6B's shape (112 KiB a token), where concurrency 256 at 1024x12
 128x1024 needs 295k; with weights, activations and CUDA graphs (about 4 GiB an engine)
 that is 104 of the H200's 140 GiB. Sized by profiling, one after another, 0.4 of the
 memory gave each 54.2 GiB."""
+ENGINE_ROOM_GIB = 8.5
+"""What to leave an engine beside its KV cache on a smaller GPU: twice the 4 GiB it takes,
+and the driver's part. Session 46's H100 (80 GB, 79.6 GiB by nvidia-smi) could not hold
+two 48 GiB caches, and the second engine died at start-up for want of memory; two of
+31 GiB ran there."""
 KV_FLAG = "--kv-cache-memory-bytes"
 
 
-def memory_flags(profile: str, servers: int, flags: list[str]) -> list[str]:
+def kv_cache_bytes(servers: int, device_gib: float | None = None) -> int:
+    """Each engine's KV cache: an equal part of `SHARED_KV_GIB`, or of what a GPU of
+    `device_gib` holds beside `ENGINE_ROOM_GIB` an engine, where that is less."""
+    n = max(servers, 1)
+    shared = SHARED_KV_GIB
+    if device_gib is not None:
+        shared = min(shared, device_gib - ENGINE_ROOM_GIB * n)
+    return int(max(shared, 1.0) / n * 2**30)
+
+
+def memory_flags(
+    profile: str, servers: int, flags: list[str], device_gib: float | None = None
+) -> list[str]:
     """`bench.commands.memory_share`'s flags for one of `servers` engines up together,
-    and on a GPU a fixed KV cache (`SHARED_KV_GIB`); none where the server's own flags
-    already set its memory."""
+    and on a GPU (of `device_gib`, where known) a fixed KV cache (`kv_cache_bytes`); none
+    where the server's own flags already set its memory."""
     if any(f.startswith((MEMORY_FLAG, KV_FLAG)) for f in flags):
         return []
     share = memory_share(profile, servers)
     if share and profile == "gpu":
-        share += [KV_FLAG, str(int(SHARED_KV_GIB / max(servers, 1) * 2**30))]
+        share += [KV_FLAG, str(kv_cache_bytes(servers, device_gib))]
     return share
 
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bench.commands import memory_share
+from bench.machine import gpu_memory_total_gib
 from bench.profiles import PROFILES
 from bench.report import _sessions_line
-from bench.together import memory_flags, run_together
+from bench.together import kv_cache_bytes, memory_flags, run_together
 from tests.bench_fakes import FakeServer
 
 
@@ -30,6 +34,22 @@ def test_memory_share_splits_the_gpu_evenly_unless_set() -> None:
     assert memory_flags("cpu", 2, []) == []
     assert memory_share("gpu", 3) == memory_flags("gpu", 3, [])[:2]  # bench.paired's, the same
     assert memory_share("cpu", 2, 0.3) == ["--gpu-memory-utilization", "0.3"]  # --memory-share
+
+
+def test_kv_cache_fits_a_smaller_gpu() -> None:
+    """On an H200 (140 GiB) two engines get 48 GiB each; on an H100 (79.6 GiB by
+    nvidia-smi), where two of those did not fit in session 46, what is left beside 8.5 GiB
+    an engine: 31.3 GiB each, about what ran there (31 GiB)."""
+    gib = 2**30
+    assert kv_cache_bytes(2, 140.4) == kv_cache_bytes(2) == 48 * gib
+    h100 = kv_cache_bytes(2, 81559 / 1024) / gib
+    assert 30.5 < h100 < 32.0
+    assert 2 * h100 + 2 * 4 < 79.2  # torch's capacity there, with 4 GiB an engine besides
+    assert kv_cache_bytes(3, 81559 / 1024) < kv_cache_bytes(2, 81559 / 1024)
+    assert kv_cache_bytes(2, 10.0) == gib // 2  # never nothing
+    flags = memory_flags("gpu", 2, [], 81559 / 1024)
+    assert flags[:2] == ["--gpu-memory-utilization", "0.4"]
+    assert flags[2:] == ["--kv-cache-memory-bytes", str(kv_cache_bytes(2, 81559 / 1024))]
 
 
 @dataclass
@@ -205,3 +225,13 @@ def test_the_report_says_how_the_servers_ran() -> None:
     assert ", at the same time (" in _sessions_line(at_once)
     apart = _sessions_line({"sessions": sessions, "runs": runs})
     assert apart.startswith("- Server sessions in the order they ran (one server at a time")
+
+
+def test_gpu_memory_total_from_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What bench.run sizes the KV caches by: nvidia-smi's MiB in GiB, None without it."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert gpu_memory_total_gib() is None
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 81559\n")
+    smi.chmod(0o755)
+    assert gpu_memory_total_gib() == pytest.approx(79.65, abs=0.01)
