@@ -28,7 +28,7 @@ from bench.report_data import (
     summarize,
 )
 from bench.report_first_text import first_text_section
-from bench.report_goals import bandwidth_table, goal_checks
+from bench.report_goals import bandwidth_table, goal_checks, verdict
 from bench.report_plots import plot
 from bench.report_timing import timing_section
 
@@ -210,7 +210,7 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
         add("| goal | measured | met |")
         add("|---|---|---|")
         for goal, measured, met in checks:
-            add(f"| {goal} | {measured} | {'yes' if met else '**no**'} |")
+            add(f"| {goal} | {measured} | {verdict(met)} |")
         add("")
     lines.extend(bandwidth_table(hardware, rows))
     cpu_rows = cpu_per_token(data)

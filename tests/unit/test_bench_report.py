@@ -8,7 +8,7 @@ from typing import Any
 
 from bench.report import render, write_report
 from bench.report_data import as_gateway, cpu_per_token, load
-from bench.report_goals import bandwidth_table, goal_checks
+from bench.report_goals import bandwidth_table, goal_checks, verdict
 
 
 def _data(counted: bool) -> dict[str, Any]:
@@ -204,3 +204,32 @@ def test_the_second_gateways_report_keeps_every_server_in_its_json(tmp_path: Pat
     assert [s["server"] for s in kept["sessions"]] == ["vllm", "gateway", "gwb"]
     assert "the gateway here is `gwb`" in md.read_text()
     assert "gateway B" not in md.read_text()  # the page compares it as the gateway
+
+
+def test_absolute_gpu_goals_are_judged_on_an_h200_only() -> None:
+    """Session 46's lease lent an H100: its 89.8 req/s is not the H200's 122 missed."""
+    row = {
+        "workload": "1024x128",
+        "concurrency": 256,
+        "ratio_of_medians": {"request_throughput": 0.93, "output_throughput": 0.93},
+        "round_ratios": {"request_throughput": [0.93]},
+        "gateway": {"request_throughput": 89.8, "output_throughput": 11498.0},
+        "vllm": {},
+    }
+
+    def checks(gpu: str | None) -> dict[str, tuple[str, bool | None]]:
+        versions = {"gpu": gpu} if gpu else {}
+        data = {"profile": "gpu", "sessions": [], "runs": [], "versions": versions}
+        return {goal: (measured, met) for goal, measured, met in goal_checks(data, [row])}
+
+    goal = "≥ 122 req/s at c=256, 1024/128"
+    assert checks("NVIDIA H200, 143771 MiB, 580.159.04")[goal] == ("89.8", False)
+    assert checks(None)[goal] == ("89.8", False)  # unrecorded: judged, as before
+    h100 = checks("NVIDIA H100 80GB HBM3, 81559 MiB, 580.159.04")
+    assert h100[goal] == ("89.8 (on an NVIDIA H100 80GB HBM3: the goal is an H200's figure)", None)
+    never = "never below 1.0× vllm serve (throughput, medians over rounds)"
+    assert h100[never][1] is False  # a ratio holds on any GPU
+
+
+def test_a_goal_not_judged_on_this_gpu_says_so() -> None:
+    assert [verdict(m) for m in (True, False, None)] == ["yes", "**no**", "not judged here"]
