@@ -127,8 +127,10 @@ def _start_all(
     runner: SessionRunner, model: str, opened: list[tuple[ServerProcess, dict[str, Any]]]
 ) -> None:
     """Launch and settle the servers into `opened`. Started at the same time, one that did
-    not come up is started once more alone, as `--start-apart` would have (time allowing;
-    its failed session stays in the results)."""
+    not come up is started once more on its own, once the others are up, as `--start-apart`
+    would have (time allowing; its failed session stays in the results). The others keep
+    running: a start that failed for want of memory beside them fails again (session 46's
+    48 GiB KV caches on an H100)."""
     args = runner.args
     apart = bool(getattr(args, "start_apart", False))
     estimate = args.session_estimate_s or 0
@@ -148,7 +150,7 @@ def _start_all(
     for i, (server, record) in enumerate(opened):
         if "error" in record and runner.remaining() >= estimate:
             name = record["server"]
-            runner.log(f"{name} did not come up beside the others: starting it alone")
+            runner.log(f"{name} did not come up beside the others: starting it again, on its own")
             # not waiting for the GPU's memory: the others keep theirs (the check waits for
             # an idle GPU); the stopped engine's is free long before the new one asks
             runner.close_session(server, record, wait_gpu=False)
