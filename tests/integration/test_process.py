@@ -41,12 +41,11 @@ def gateway_at_low_limit(
     tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, test_home: Path
 ) -> Iterator[tuple[subprocess.Popen[bytes], LiveGateway]]:
     """A gateway started with `ulimit -Sn 128` and, as `make run` starts one, no size for
-    vLLM's CPU KV cache; its engine core with a 1 ms switch interval, sending its step
-    outputs from its loop (`--engine-inline-outputs`)."""
+    vLLM's CPU KV cache; its engine core with a 1 ms switch interval."""
     tmp = tmp_path_factory.mktemp("process")
     env = server_env(test_home)
     env.pop("VLLM_CPU_KVCACHE_SPACE")
-    flags = ["--engine-switch-interval-ms", "1", "--engine-inline-outputs"]
+    flags = ["--engine-switch-interval-ms", "1"]
     proc, live = start_gateway(tmp, tiny_model_dir, test_home, flags, env, nofile=LOW_SOFT_LIMIT)
     try:
         yield proc, live
@@ -145,41 +144,6 @@ def test_its_engine_core_runs_with_the_switch_interval_asked_for(gateway_at_low_
     _, live = gateway_at_low_limit
     pattern = r"\(EngineCore pid=\d+\).* engine loop: interpreter-lock switch interval (\S+) ms"
     assert logged(live, pattern) == "1"
-
-
-def test_its_engine_loop_sends_the_step_outputs_itself(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
-    """app.inline_outputs in the engine core vLLM started: streams and whole answers, many
-    at once, come through it complete."""
-    _, live = gateway_at_low_limit
-    pattern = r"\(EngineCore pid=\d+\).* engine loop: step outputs sent (.+)"
-    assert logged(live, pattern) == "by the engine loop itself (1 client(s))"
-
-    async def one(client: httpx.AsyncClient, stream: bool) -> int:
-        body = {
-            "model": live.model,
-            "messages": [{"role": "user", "content": "count"}],
-            "max_tokens": 12,
-            "ignore_eos": True,
-            "stream": stream,
-        }
-        if not stream:
-            answer = (await client.post("/v1/chat/completions", json=body)).json()
-            return int(answer["usage"]["completion_tokens"])
-        body["stream_options"] = {"include_usage": True}
-        usage, done = 0, False
-        async with client.stream("POST", "/v1/chat/completions", json=body) as response:
-            async for line in response.aiter_lines():
-                if line == "data: [DONE]":
-                    done = True
-                elif line.startswith("data: ") and '"usage":{' in line:
-                    usage = int(re.search(r'"completion_tokens":(\d+)', line).group(1))  # type: ignore[union-attr]
-        return usage if done else -1
-
-    async def run() -> list[int]:
-        async with httpx.AsyncClient(base_url=live.base_url, timeout=60) as client:
-            return await asyncio.gather(*(one(client, i % 2 == 0) for i in range(16)))
-
-    assert asyncio.run(run()) == [12] * 16
 
 
 def test_the_heap_is_trimmed_once_it_is_ready(gateway_at_low_limit) -> None:  # type: ignore[no-untyped-def]
