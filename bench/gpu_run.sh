@@ -76,14 +76,13 @@ sweep() {
 pack() {
   sweep "exit"
   # at most 8 files come back: results.json, gpu_run.log, logs.tar.gz, env.txt (bench.paired:
-  # its summaries, its servers' logs packed as paired-logs.tar.gz; SPEED=1: speed.json)
-  if ls "$OUT"/paired/server-*.log >/dev/null 2>&1; then
-    (cd "$OUT/paired" && tar -czf "$OUT/paired-logs.tar.gz" server-*.log && rm -f server-*.log)
-  fi
-  # bench.front_end_memory: a log per server and repeat, packed as fem-logs.tar.gz
-  if ls "$OUT"/fem/server-*.log >/dev/null 2>&1; then
-    (cd "$OUT/fem" && tar -czf "$OUT/fem-logs.tar.gz" server-*.log && rm -f server-*.log)
-  fi
+  # its summaries, its servers' logs packed as paired-logs.tar.gz; bench.front_end_memory: a
+  # log per server and repeat, packed as fem-logs.tar.gz; SPEED=1: speed.json)
+  for dir in paired fem; do
+    if ls "$OUT/$dir"/server-*.log >/dev/null 2>&1; then
+      (cd "$OUT/$dir" && tar -czf "$OUT/$dir-logs.tar.gz" server-*.log && rm -f server-*.log)
+    fi
+  done
   if [ -n "${ENGINE_TRACE_DIR:-}" ] && [ -d "$ENGINE_TRACE_DIR" ]; then
     tar -czf "$OUT/trace.tar.gz" -C "$ENGINE_TRACE_DIR" .
   fi

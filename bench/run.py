@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import hashlib
 import json
 import shlex
@@ -171,9 +172,13 @@ class Runner(PlanRunner):
         if name == "gwb":
             flags = shlex.split(self.args.gateway_args or "") + flags
         if self.args.together:
-            device_gib = gpu_memory_total_gib() if self.profile.name == "gpu" else None
-            flags += memory_flags(self.profile.name, len(self.servers), flags, device_gib)
+            flags += memory_flags(self.profile.name, len(self.servers), flags, self.device_gib)
         return flags
+
+    @functools.cached_property
+    def device_gib(self) -> float | None:
+        """The GPU's memory (read once: every server's flags are built from it)."""
+        return gpu_memory_total_gib() if self.profile.name == "gpu" else None
 
     def session(self, name: str, rnd: int, model: str) -> None:
         args = self.args
