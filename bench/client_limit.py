@@ -27,6 +27,7 @@ from typing import Any
 
 from bench.client import parse_event
 from bench.commands import bench_server, client_argv, ensure_model
+from bench.flag_strings import FLAGS, parse
 from bench.profiles import PROFILES, ROOT
 from bench.servers import stop_all
 
@@ -123,12 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--concurrency", type=int, default=64)
     p.add_argument("--prompts", type=int, default=256)
     p.add_argument("--clients", default="1,2,1", help="client processes per step")
-    p.add_argument("--server-args", default="", help="extra flags for the server")
+    p.add_argument("--server-args", default="", metavar=FLAGS, help="extra flags for the server")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--port", type=int, default=18491)
     p.add_argument("--timeout-s", type=float, default=300.0)
     p.add_argument("--out", default=None)
-    args = p.parse_args(argv)
+    args = parse(p, argv)
     prof = PROFILES[args.profile]
     model = ensure_model(args, prof)
     out = Path(args.out or ROOT / "bench" / "results" / "tmp" / f"client-limit-{args.server}")

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from bench.commands import VLLM_FRONTENDS
+from bench.flag_strings import FLAGS
 from bench.profiles import LABELS, PROFILES, ROOT, SAMPLING_KEYS, SERVER_NAMES
 
 
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--engine-args",
         default=None,
+        metavar=FLAGS,
         help="engine flags for both servers, one string (replaces the profile's)",
     )
     p.add_argument(
@@ -84,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             f"--{name}-args",
             default="",
+            metavar=FLAGS,
             help=f"extra flags for {LABELS[name]} only, one string (e.g. '--api-server-count 4')",
         )
     p.add_argument(

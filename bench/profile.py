@@ -31,6 +31,7 @@ from pathlib import Path
 
 from bench import engine_stats
 from bench.commands import VLLM_FRONTENDS, bench_server, client_argv, ensure_model
+from bench.flag_strings import FLAGS, parse
 from bench.options import sampling_values
 from bench.procfs import engine_core_pid
 from bench.profile_summary import summarize, summarize_processes
@@ -54,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--port", type=int, default=18471)
     p.add_argument("--out", default=None)
     p.add_argument("--gateway-root", default=None, help="run the gateway from this checkout")
-    p.add_argument("--server-args", default="", help="extra flags, one string")
+    p.add_argument("--server-args", default="", metavar=FLAGS, help="extra flags, one string")
     p.add_argument("--vllm-frontend", choices=VLLM_FRONTENDS, default="python")
     p.add_argument("--sampling", type=sampling_values, default=None, help="as bench.run's")
     p.add_argument("--engine-core", action="store_true", help="record the engine core")
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         help="record the server's child processes too (HTTP workers, engine core); "
         "summarized per process",
     )
-    args = p.parse_args(argv)
+    args = parse(p, argv)
     py_spy = shutil.which("py-spy") or str(Path(args.python).parent / "py-spy")
     if not Path(py_spy).exists():
         raise SystemExit("py-spy not found: .venv/bin/pip install py-spy")

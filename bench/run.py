@@ -25,6 +25,7 @@ from typing import Any
 
 from bench.affinity import engine_apart
 from bench.commands import bench_server, ensure_model, probe, results_header, server_env
+from bench.flag_strings import parse
 from bench.machine import (
     engine_config_line,
     favoured_client,
@@ -272,7 +273,7 @@ class Runner(PlanRunner):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(build_parser(), argv)
     stop_all_on_exit()
     runner = Runner(args)
     # the harness's own probes (first chunk, first text) are clients too
