@@ -2,8 +2,8 @@
 
 argparse reads a value that starts with `-` as the next option, so `--gateway-args
 '--access-log'` failed with "expected one argument" and only `--gateway-args=--access-log`
-worked: in session 47 that cost a device call (the flag sets of `gpu_run.sh`'s
-`BENCH_SETS` are written the first way). Such options take `metavar=FLAGS`, and their
+worked: in session 47 that cost a device call (session 46's plan wrote `gpu_run.sh`'s
+`BENCH_SETS` the first way). Such options take `metavar=FLAGS`, and their
 value is joined to them before parsing, whatever it starts with.
 """
 
