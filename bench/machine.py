@@ -171,19 +171,24 @@ def engine_config_line(log_path: Path) -> str | None:
     return None
 
 
-def gpu_memory_used_mib() -> int | None:
-    out = _nvidia_smi("--query-gpu=memory.used", "--format=csv,noheader,nounits")
+def _gpu_mib(field: str) -> list[int]:
+    """nvidia-smi's `field` (memory.used, memory.total) in MiB, one per GPU; empty without
+    a working nvidia-smi or where its output is not numbers."""
+    out = _nvidia_smi(f"--query-gpu={field}", "--format=csv,noheader,nounits")
     with contextlib.suppress(ValueError):
-        return max(int(x) for x in (out or "").split())
-    return None
+        return [int(x) for x in (out or "").split()]
+    return []
+
+
+def gpu_memory_used_mib() -> int | None:
+    used = _gpu_mib("memory.used")
+    return max(used) if used else None
 
 
 def gpu_memory_total_gib() -> float | None:
     """The (first) GPU's memory as nvidia-smi gives it, in GiB; None without one."""
-    out = _nvidia_smi("--query-gpu=memory.total", "--format=csv,noheader,nounits")
-    with contextlib.suppress(ValueError, IndexError):
-        return int((out or "").split()[0]) / 1024
-    return None
+    total = _gpu_mib("memory.total")
+    return total[0] / 1024 if total else None
 
 
 def wait_gpu_released(limit_mib: int = 2048, timeout_s: float = 60.0) -> int | None:

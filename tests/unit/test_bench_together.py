@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bench.commands import memory_share
-from bench.machine import gpu_memory_total_gib
+from bench.machine import gpu_memory_total_gib, gpu_memory_used_mib
 from bench.profiles import PROFILES
 from bench.report import _sessions_line
 from bench.together import kv_cache_bytes, memory_flags, run_together
@@ -235,3 +235,19 @@ def test_gpu_memory_total_from_nvidia_smi(tmp_path: Path, monkeypatch: pytest.Mo
     smi.write_text("#!/bin/sh\necho 81559\n")
     smi.chmod(0o755)
     assert gpu_memory_total_gib() == pytest.approx(79.65, abs=0.01)
+
+
+def test_gpu_memory_used_is_the_fullest_gpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `wait_gpu_released` waits on: the most any GPU uses; None without nvidia-smi or
+    where its output is not numbers."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert gpu_memory_used_mib() is None
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 512\necho 2048\n")
+    smi.chmod(0o755)
+    assert gpu_memory_used_mib() == 2048
+    smi.write_text("#!/bin/sh\necho '[N/A]'\n")
+    assert gpu_memory_used_mib() is None
+    assert gpu_memory_total_gib() is None
