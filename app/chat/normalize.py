@@ -26,6 +26,7 @@ class Defaults:
     """Server-side defaults (settings and the model's generation_config.json)."""
 
     system_prompt: str = ""
+    fill_system: bool = True  # False: conversations without a system message stay so
     enable_thinking: bool | None = None  # None: the template's own default (on for Qwen3)
     sampling: dict[str, float] = field(default_factory=dict)  # GATEWAY_DEFAULT_* settings
     generation_config: dict[str, Any] = field(default_factory=dict)
@@ -189,7 +190,7 @@ def normalize(request: ChatCompletionRequest, defaults: Defaults) -> Normalized:
     if changed:
         fired.append("system_order")
     offers_tools = bool(request.tools) and request.tool_choice != "none"
-    if defaults.system_prompt or not offers_tools:
+    if defaults.fill_system and (defaults.system_prompt or not offers_tools):
         # With tools the template opens a system turn of its own; an empty one adds nothing.
         messages, changed = fill_system_message(messages, defaults.system_prompt)
         if changed:

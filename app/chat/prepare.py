@@ -54,6 +54,7 @@ def server_defaults(gateway: Gateway) -> Defaults:
     }
     return Defaults(
         system_prompt=settings.default_system_prompt,
+        fill_system=settings.fill_system_message,
         enable_thinking=settings.default_enable_thinking,
         sampling=sampling,
         generation_config=gateway.engine.info.generation_config,

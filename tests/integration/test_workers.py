@@ -40,6 +40,7 @@ from tests.integration.live_helpers import (
     wait_for,
 )
 from tests.integration.test_dashboard import exported_series
+from tests.integration.test_normalization import prompt_tokens
 
 CHAT = "gateway_requests_total"
 ITL = "vllm:inter_token_latency_seconds"
@@ -55,7 +56,9 @@ def workers(
     env = server_env(test_home)
     env["PROMETHEUS_MULTIPROC_DIR"] = str(prom_dir)  # so the test can see who wrote what
     # fastokens on, as with a GPU: the fork server preloads it for the workers too
-    flags = ["--api-server-count", "2", "--fast-tokenizer", *DRAIN_FLAGS]
+    # and the system message left out, a setting every forked worker must see
+    flags = ["--api-server-count", "2", "--fast-tokenizer", "--no-fill-system-message"]
+    flags += DRAIN_FLAGS
     proc, live = start_gateway(tmp, tiny_model_dir, test_home, flags, env)
     try:
         yield proc, live, prom_dir
@@ -170,6 +173,16 @@ def test_every_dashboard_series_is_exported_with_workers(workers) -> None:  # ty
     _, live, _ = workers
     missing = sorted(dashboard_metric_names() - exported_series(live))
     assert not missing, f"the dashboard queries series /metrics does not have: {missing}"
+
+
+def test_no_system_message_is_added_when_filling_is_off(workers) -> None:  # type: ignore[no-untyped-def]
+    _, live, _ = workers
+    user = [{"role": "user", "content": "hello"}]
+    empty_system = [{"role": "system", "content": ""}, *user]
+    for _ in range(4):  # a fresh connection each, so both workers are likely asked
+        without = prompt_tokens(live, messages=user)
+        with_empty = prompt_tokens(live, messages=empty_system)
+        assert without < with_empty, (without, with_empty)
 
 
 def test_sigterm_drains_every_worker(workers) -> None:  # type: ignore[no-untyped-def]

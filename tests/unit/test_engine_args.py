@@ -86,10 +86,18 @@ def test_command_line_beats_env(parser) -> None:  # type: ignore[no-untyped-def]
 
 def test_gateway_settings_flags_exist(parser) -> None:  # type: ignore[no-untyped-def]
     args = parser.parse_args(
-        ["--default-system-prompt", "hi", "--no-allow-demo-fallback", "--log-level", "DEBUG"]
+        [
+            "--default-system-prompt",
+            "hi",
+            "--no-fill-system-message",
+            "--no-allow-demo-fallback",
+            "--log-level",
+            "DEBUG",
+        ]
     )
     settings = settings_from_args(args, parser)
     assert settings.default_system_prompt == "hi"
+    assert settings.fill_system_message is False
     assert settings.allow_demo_fallback is False
     assert settings.log_level == "debug"
 

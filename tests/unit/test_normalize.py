@@ -177,3 +177,14 @@ def test_no_empty_system_message_when_the_template_makes_one_for_tools() -> None
     assert offered.request.messages[0].role == "user"
     refused = normalize(req(tools=[tool], tool_choice="none"), Defaults())
     assert refused.request.messages[0].role == "system"
+
+
+def test_fill_system_off_sends_the_conversation_as_it_came() -> None:
+    off = Defaults(system_prompt="be brief", fill_system=False)
+    result = normalize(req(), off)
+    assert [m.role for m in result.request.messages] == ["user"]
+    assert "system_message" not in result.fired
+    moved = normalize(
+        req(messages=[{"role": "user", "content": "hi"}, {"role": "system", "content": "s"}]), off
+    )
+    assert [m.role for m in moved.request.messages] == ["system", "user"]
