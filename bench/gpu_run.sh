@@ -25,7 +25,7 @@
 # DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
 # SWEEP (default on, off with DRY_RUN): end what an earlier call on this warm machine left
 # running, before starting and again at exit (SWEEP_PATTERN: the `pkill -f` pattern),
-# TRACE=1 (bench.engine_trace in every server: where requests wait in the engine core;
+# TRACE=1 (0 or unset: off; bench.engine_trace in every server: where requests wait in the engine core;
 # trace.tar.gz, read with `python -m bench.engine_trace_report DIR server-*.log`;
 # ENGINE_TRACE_SWITCH_S with it sets the engine cores' interpreter-lock switch interval;
 # ENGINE_TRACE_PROBE_MS, default 1 with TRACE, their lock probe's period, 0 for none),
@@ -115,7 +115,7 @@ if [ -z "${DRY_RUN:-}" ] && [ -z "${SKIP_INSTALL:-}" ]; then
   export PATH=/root/site/bin:$PATH
 fi
 export VLLM_USE_FLASHINFER_SAMPLER=0
-if [ -n "${TRACE:-}" ]; then
+if [ -n "${TRACE:-}" ] && [ "$TRACE" != 0 ]; then
   # bench.engine_trace in every server (and its engine core): trace.tar.gz in $OUT
   export ENGINE_TRACE_DIR=/tmp/trace-$T0-$$ PYTHONPATH=$PWD/bench/trace_site${PYTHONPATH:+:$PYTHONPATH}
   probe_ms=${ENGINE_TRACE_PROBE_MS:-1}

@@ -198,7 +198,8 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
         add(
             f"Prompt tokens per request (from the servers' `usage`) differ: the gateway's are "
             f"{gap} against vllm serve's for the same client messages (it renders them "
-            "differently, e.g. it adds a system message when there is none)."
+            "differently, e.g. it adds a system message when there is none, unless started "
+            "with `--no-fill-system-message`)."
         )
     else:
         add("Prompt tokens per request (from the servers' `usage`) are identical for both.")

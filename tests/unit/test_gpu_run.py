@@ -262,6 +262,11 @@ def test_gpu_run_traces_every_server_when_asked(tmp_path: Path) -> None:
     off.mkdir()
     _dry_gpu_run(off, BENCH_ARGS="--rounds 1")
     assert not (off / "out" / "trace.tar.gz").exists()  # off by default
+    zero = tmp_path / "zero"
+    zero.mkdir()
+    _dry_gpu_run(zero, f'echo "$ENGINE_TRACE_DIR|" > {seen}', TRACE="0", BENCH_ARGS="--rounds 1")
+    assert not (zero / "out" / "trace.tar.gz").exists()  # and with TRACE=0
+    assert seen.read_text().strip().split("|")[0] == ""  # no trace folder for the servers
 
 
 def test_gpu_run_packs_the_front_end_memory_servers_logs(tmp_path: Path) -> None:
