@@ -213,7 +213,7 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
         for goal, measured, met in checks:
             add(f"| {goal} | {measured} | {verdict(met)} |")
         add("")
-    lines.extend(bandwidth_table(hardware, rows))
+    lines.extend(bandwidth_table(hardware, rows, str(data.get("versions", {}).get("gpu") or "")))
     cpu_rows = cpu_per_token(data)
     if cpu_rows:
         add("## API-server CPU per output token")

@@ -15,17 +15,39 @@ H200_BANDWIDTH_LIMIT_TOK_S = {"1024x128": 38_500.0, "128x1024": 65_000.0}
 """Issue 5's estimate of the output tokens/s an H200's memory bandwidth allows at these
 workloads (weights and KV cache read once per decode step)."""
 
+H200_TB_S = 4.8
+GPU_TB_S = {"H100 80GB HBM3": 3.35}
+"""Memory bandwidth of the other GPUs leases have lent (nvidia-smi's name; the H100 SXM's
+HBM3), to scale the H200's limit by: a decode step's bytes are the same on either."""
 
-def bandwidth_table(hardware: str, rows: list[dict[str, Any]]) -> list[str]:
-    """Output tokens/s as a share of the memory-bandwidth limit (H200 reports only)."""
-    if "h200" not in hardware.lower():
+
+def bandwidth_scale(hardware: str, gpu: str = "") -> tuple[float, str] | None:
+    """The share of the H200's limit this run's GPU allows, and a line saying so; None
+    where unknown (a CPU run, another GPU)."""
+    if "h200" in hardware.lower() or "h200" in gpu.lower():
+        return 1.0, ""
+    for name, tb_s in GPU_TB_S.items():
+        if name.lower() in gpu.lower():
+            return tb_s / H200_TB_S, (
+                f" Scaled here to this GPU's memory bandwidth ({name}: {tb_s} TB/s against "
+                f"the H200's {H200_TB_S})."
+            )
+    return None
+
+
+def bandwidth_table(hardware: str, rows: list[dict[str, Any]], gpu: str = "") -> list[str]:
+    """Output tokens/s as a share of the memory-bandwidth limit (an H200, or a GPU whose
+    bandwidth GPU_TB_S knows)."""
+    scaled = bandwidth_scale(hardware, gpu)
+    if scaled is None:
         return []
+    scale, note = scaled
     lines = [
         "## Output tokens/s against the memory-bandwidth limit",
         "",
         "The issue's estimate of what an H200's memory bandwidth allows (weights and KV "
         "cache read once per decode step): ≈38.5k output tokens/s at 1024/128, ≈65k at "
-        "128/1024. Medians over rounds.",
+        f"128/1024.{note} Medians over rounds.",
         "",
         "| workload | conc | limit tok/s | vllm serve tok/s | share | gateway tok/s | share |",
         "|---|---|---|---|---|---|---|",
@@ -34,6 +56,7 @@ def bandwidth_table(hardware: str, rows: list[dict[str, Any]]) -> list[str]:
         limit = H200_BANDWIDTH_LIMIT_TOK_S.get(r["workload"])
         if limit is None:
             continue
+        limit *= scale
         cells = [r["workload"], str(r["concurrency"]), f"{limit:,.0f}"]
         for server in ("vllm", "gateway"):
             tok_s = r[server]["output_throughput"]

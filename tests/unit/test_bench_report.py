@@ -49,7 +49,7 @@ def test_cpu_per_token_leaves_out_vllms_rust_frontend() -> None:
     assert cpu_per_token(data) == [("128x64", 8, 100.0, 5.0)]
 
 
-def test_bandwidth_table_only_for_the_h200_and_its_workloads() -> None:
+def test_bandwidth_table_only_for_known_gpus_and_their_workloads() -> None:
     def row(workload: str, vllm: float | None, gw: float) -> dict[str, Any]:
         tok = {"vllm": {"output_throughput": vllm}, "gateway": {"output_throughput": gw}}
         return {"workload": workload, "concurrency": 256, **tok}
@@ -61,6 +61,11 @@ def test_bandwidth_table_only_for_the_h200_and_its_workloads() -> None:
     assert bandwidth_table("cpu-2core", rows) == []
     assert bandwidth_table("gpu-h200", [row("128x64", 1.0, 1.0)]) == []
     assert "| – | – |" in bandwidth_table("gpu-h200", [row("1024x128", None, 1.0)])[-2]
+    # an H100 (SXM, HBM3) lent instead: the H200's limit scaled by 3.35 / 4.8 TB/s
+    h100 = bandwidth_table("gpu-h100-s48", rows, "NVIDIA H100 80GB HBM3, 81559 MiB, 580.159.04")
+    assert "| 128x1024 | 256 | 45,365 | 13,000 | 29% | 26,000 | 57% |" in h100
+    assert "3.35 TB/s" in h100[2]
+    assert bandwidth_table("gpu-x", rows, "NVIDIA A100-SXM4-40GB") == []
 
 
 def test_a_reports_own_json_keeps_its_sources(tmp_path: Path) -> None:
