@@ -25,8 +25,8 @@
 # DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
 # SWEEP (default on, off with DRY_RUN): end what an earlier call on this warm machine left
 # running, before starting and again at exit (SWEEP_PATTERN: the `pkill -f` pattern),
-# TRACE=1 (0 or unset: off; bench.engine_trace in every server: where requests wait in the engine core;
-# trace.tar.gz, read with `python -m bench.engine_trace_report DIR server-*.log`;
+# TRACE=1 (0 or unset: off; bench.engine_trace in every server: where requests wait in
+# the engine core; trace.tar.gz, read with `python -m bench.engine_trace_report DIR server-*.log`;
 # ENGINE_TRACE_SWITCH_S with it sets the engine cores' interpreter-lock switch interval;
 # ENGINE_TRACE_PROBE_MS, default 1 with TRACE, their lock probe's period, 0 for none),
 # SPEED=1 (first time the gateway's prompt encoding and output decoding on the host's CPUs:
