@@ -28,7 +28,7 @@ from bench.report_data import (
     summarize,
 )
 from bench.report_first_text import first_text_section
-from bench.report_goals import bandwidth_table, goal_checks, verdict
+from bench.report_goals import bandwidth_table, goal_checks, gpu_name, verdict
 from bench.report_plots import plot
 from bench.report_timing import timing_section
 
@@ -213,7 +213,7 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
         for goal, measured, met in checks:
             add(f"| {goal} | {measured} | {verdict(met)} |")
         add("")
-    lines.extend(bandwidth_table(hardware, rows, str(data.get("versions", {}).get("gpu") or "")))
+    lines.extend(bandwidth_table(hardware, rows, gpu_name(data)))
     cpu_rows = cpu_per_token(data)
     if cpu_rows:
         add("## API-server CPU per output token")

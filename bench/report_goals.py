@@ -69,10 +69,15 @@ Check = tuple[str, str, bool | None]
 """(goal, measured, met); met None where the goal does not apply to this run's machine."""
 
 
+def gpu_name(data: dict[str, Any]) -> str:
+    """nvidia-smi's line for the run's GPU as the harness recorded it ("" on a CPU run)."""
+    return str(data.get("versions", {}).get("gpu") or "")
+
+
 def other_gpu(data: dict[str, Any]) -> str | None:
     """The GPU a GPU run had where it was not an H200, whose figures the issue's absolute
     GPU goals are (session 46's lease lent an H100); None on an H200 or where unrecorded."""
-    gpu = str(data.get("versions", {}).get("gpu") or "")
+    gpu = gpu_name(data)
     if not gpu or "h200" in gpu.lower():
         return None
     return gpu.split(",")[0].strip()
