@@ -57,3 +57,11 @@ def plot(
         plt.close(fig)
         names.append(name)
     return names
+
+
+def tick_labels(variants: list[str]) -> list[str]:
+    """Axis labels for variants named `name --flag value --flag ...`: each name with only the
+    flags not every variant has (the engine settings they share would overprint), one a line."""
+    parts = [v.split(" --") for v in variants]
+    shared = set.intersection(*(set(p[1:]) for p in parts)) if parts else set()
+    return ["\n--".join([p[0], *(f for f in p[1:] if f not in shared)]) for p in parts]

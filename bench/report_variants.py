@@ -20,6 +20,7 @@ from typing import Any
 
 from bench.profiles import LABELS
 from bench.report_data import fmt, median, ratio
+from bench.report_plots import tick_labels
 
 HEADER_KEYS = (
     "hardware", "started", "finished", "host", "model", "sampling", "engine_args", "env",
@@ -240,7 +241,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> bool:
                     dx = (j - (len(sessions) - 1) / 2) * 0.12
                     ax.scatter([x + dx] * len(s), s, s=14, color=f"C{x}")
             ax.set_xticks(range(len(variants)))
-            ax.set_xticklabels([v.replace(" --", "\n--") for v in variants], fontsize=8)
+            ax.set_xticklabels(tick_labels(variants), fontsize=8)
             ax.set_title(f"{point}: {title}")
             ax.grid(alpha=0.3, axis="y")
     fig.suptitle("bars: medians over runs; dots: runs, one column per session")

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from bench import report_variants
+from bench.report_plots import tick_labels
 
 
 def _run(tok: float, itl: float, started: str, **extra: Any) -> dict[str, Any]:
@@ -168,3 +169,19 @@ def test_a_together_session_holds_every_round_of_its_server() -> None:
     apart["sessions"].append({**apart["sessions"][0], "round": 2})
     rows = report_variants.session_rows([("a", apart)])
     assert [r["output_throughput"] for r in rows] == [[15000], [16000]]
+
+
+def test_tick_labels_leave_out_the_flags_every_variant_has() -> None:
+    shared = "--gpu-memory-utilization 0.267 --kv-cache-memory-bytes 34359738368"
+    variants = [
+        f"vllm serve (Rust frontend) {shared}",
+        f"gateway {shared}",
+        f"gateway B --api-server-count=2 {shared}",
+    ]
+    assert tick_labels(variants) == [
+        "vllm serve (Rust frontend)",
+        "gateway",
+        "gateway B\n--api-server-count=2",
+    ]
+    assert tick_labels(["gateway --x 1"]) == ["gateway"]
+    assert tick_labels([]) == []
