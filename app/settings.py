@@ -117,7 +117,7 @@ class Settings(BaseSettings):
         ge=0,
         le=64,
         description="HTTP worker processes sharing the one engine (as vllm serve's flag); "
-        "0 = auto: 1 on CPU, one per 4 cores up to 4 with a GPU.",
+        "0 = auto: 1 on CPU, one per 4 cores up to 2 with a GPU.",
     )
     connections_per_worker: int = Field(
         default=0,

@@ -55,7 +55,12 @@ class WorkerSpec:
     loads: WorkerLoads | None = None  # `--connections-per-worker`: who takes a connection
 
 
-MAX_AUTO_WORKERS = 4
+MAX_AUTO_WORKERS = 2
+"""On the H200 (16 cores) two workers made 1.03-1.12x the output tokens/s of four at
+128-in/1024-out@64 in every lease that ran both (sessions 18, 19, 51), with 30% less of
+the front end's CPU per token, and about as much at concurrency 256 (0.97-1.02x), where
+four bring the first tokens 10-29% sooner (TTFT p50; docs/benchmarks/profiling.md,
+sessions 19 and 51)."""
 CORES_PER_WORKER = 4
 
 

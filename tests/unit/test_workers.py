@@ -27,9 +27,10 @@ from app.workers import (
     [
         ("cpu", 64, 1),  # the CPU engine needs the cores itself
         ("cuda", 2, 1),
+        ("cuda", 4, 1),
         ("cuda", 8, 2),
-        ("cuda", 16, 4),
-        ("cuda", 128, 4),
+        ("cuda", 16, 2),  # the H200 hosts: two beat four at concurrency 64
+        ("cuda", 128, 2),
         ("cuda", None, 1),
     ],
 )
