@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench.profile_summary import parse_frame
+from bench.profile_summary import parse_frame, stacks
 
 
 def inclusive_samples(lines: list[str]) -> tuple[collections.Counter[str], int]:
@@ -28,13 +28,9 @@ def inclusive_samples(lines: list[str]) -> tuple[collections.Counter[str], int]:
     py-spy's raw collapsed stacks."""
     by_name: collections.Counter[str] = collections.Counter()
     total = 0
-    for line in lines:
-        stack, _, count_s = line.rpartition(" ")
-        if not stack or not count_s.isdigit():
-            continue
-        count = int(count_s)
+    for frames, count in stacks(lines):
         total += count
-        for name in {parse_frame(frame)[0] for frame in stack.split(";")}:
+        for name in {parse_frame(frame)[0] for frame in frames}:
             by_name[name] += count
     return by_name, total
 
@@ -48,7 +44,7 @@ def per_token(
     for by_name, _, _ in recordings:
         names.update(by_name)
     rows = [("(all)", [total / tokens * 1e6 for _, total, tokens in recordings])]
-    for name, _ in names.most_common(top):
+    for name, _ in sorted(names.items(), key=lambda kv: (-kv[1], kv[0]))[:top]:  # ties by name
         rows.append((name, [by[name] / tokens * 1e6 for by, _, tokens in recordings]))
     return rows
 

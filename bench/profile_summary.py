@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,15 @@ def _samples(lines: list[str]) -> int:
     return sum(int(c) for c in (ln.rpartition(" ")[2] for ln in lines) if c.isdigit())
 
 
+def stacks(lines: Iterable[str]) -> Iterator[tuple[list[str], int]]:
+    """Each raw collapsed-stack line's frames (outermost first) and samples; lines that are
+    not one are skipped."""
+    for line in lines:
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            yield stack.split(";"), int(count)
+
+
 def summarize(raw: Path | list[str]) -> dict[str, Any]:
     lines = raw.read_text(errors="replace").splitlines() if isinstance(raw, Path) else raw
     leaf: collections.Counter[str] = collections.Counter()
@@ -93,12 +103,7 @@ def summarize(raw: Path | list[str]) -> dict[str, Any]:
     vllm_incl: collections.Counter[str] = collections.Counter()  # the engine core's steps
     top_leaf: collections.Counter[str] = collections.Counter()
     total = 0
-    for line in lines:
-        stack, _, count_s = line.rpartition(" ")
-        if not stack or not count_s.isdigit():
-            continue
-        count = int(count_s)
-        frames = stack.split(";")
+    for frames, count in stacks(lines):
         total += count
         func, path = parse_frame(frames[-1])
         leaf[bucket_of(path, func)] += count
