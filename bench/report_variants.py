@@ -245,7 +245,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> bool:
             ax.set_title(f"{point}: {title}")
             ax.grid(alpha=0.3, axis="y")
     fig.suptitle("bars: medians over runs; dots: runs, one column per session")
-    fig.tight_layout()
+    # room for the title above the first row's own titles (tight_layout leaves none)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return True
