@@ -58,7 +58,8 @@ PROFILES: dict[str, Profile] = {
         name="cpu",
         concurrencies=[1, 8, 32, 64],
         workloads=[(128, 64)],
-        rounds=3,
+        # six: on a noisy day (session 52) three rounds' single ratios spread 0.82-1.42x
+        rounds=6,
         engine_args=[
             "--max-model-len",
             "2048",
