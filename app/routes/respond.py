@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import orjson
 from fastapi import Request
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
@@ -127,20 +128,48 @@ class _PrimedStream(StreamingResponse):
         self.wire_send: Send | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Stream, then settle the pump. Under ASGI 2.4 a failed `send` says the client
+        left; under 2.3 (uvicorn) `send` says nothing then, so a task of its own listens on
+        `receive` and cancels the pump at a disconnect. (Starlette's StreamingResponse
+        listens through an anyio task group: a cancel scope, a task and the task's repr
+        built at each request's end.)"""
         self.wire_send = scope.get("state", {}).get(WIRE_SEND)
         try:
-            await super().__call__(scope, receive, send)
+            if _spec_version(scope) >= (2, 4):
+                try:
+                    await self.stream_response(send)
+                except OSError:
+                    raise ClientDisconnect() from None
+            else:
+                watcher = asyncio.ensure_future(self._cancel_at_disconnect(receive))
+                try:
+                    await self.stream_response(send)
+                finally:
+                    watcher.cancel()
         finally:
             await self.pump.settle()
+
+    async def _cancel_at_disconnect(self, receive: Receive) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.pump.task.cancel()
 
     async def stream_response(self, send: Send) -> None:
         """The headers, then the pump's frames: the first through `send`, the later ones
         to the `send` the observing middleware was given (`app.observe.WIRE_SEND`), past
-        the wrappers inside it. Cancelled (the client left), it cancels the pump too."""
+        the wrappers inside it. Returns when the pump is done or was cancelled (the client
+        left); raises what the pump raised."""
         start = {"type": "http.response.start", "status": self.status_code}
         await send({**start, "headers": self.raw_headers})
         self.pump.start(send, self.wire_send or send)
-        await self.pump.task
+        await asyncio.wait({self.pump.task})
+        if not self.pump.task.cancelled():
+            self.pump.task.result()
+
+
+def _spec_version(scope: Scope) -> tuple[int, ...]:
+    """The ASGI spec version the server speaks ("2.0" where it does not say)."""
+    return tuple(map(int, scope.get("asgi", {}).get("spec_version", "2.0").split(".")))
 
 
 async def respond(

@@ -101,6 +101,55 @@ async def test_a_client_gone_before_the_first_frame_cancels_the_work() -> None:
     assert source.events == ["submitted", "cancelled", "closed"]
 
 
+async def test_a_finished_stream_stops_listening_for_the_client() -> None:
+    """ASGI 2.3 (uvicorn): the task listening on `receive` while the frames go out ends
+    with the response, and the response is complete: every frame, then the body's end."""
+    source = Source([b"a", b"b"])
+    source.release.set()
+    response = await streamed(source.stream())
+    listening: list[str] = []
+
+    async def receive() -> dict[str, Any]:
+        listening.append("listening")
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            listening.append("stopped")
+            raise
+        return {}  # pragma: no cover
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await asyncio.wait_for(response(_scope("2.3"), receive, send), 5)
+    await asyncio.sleep(0)  # the listener's cancellation is delivered
+    assert [m.get("body") for m in sent[1:]] == [b"a", b"b", b""]
+    assert listening == ["listening", "stopped"]
+    assert source.events == ["submitted", "closed"]
+
+
+async def test_a_failing_stream_raises_to_the_server_under_asgi_2_3() -> None:
+    """ASGI 2.3: a failure making a frame is the response's to raise, not lost with the
+    listening task."""
+
+    async def failing() -> AsyncGenerator[bytes, None]:
+        raise RuntimeError("engine gone")
+        yield b""  # pragma: no cover
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        return {}  # pragma: no cover
+
+    async def send(message: dict[str, Any]) -> None:
+        pass
+
+    response = await streamed(failing())
+    with pytest.raises(RuntimeError, match="engine gone"):
+        await asyncio.wait_for(response(_scope("2.3"), receive, send), 5)
+
+
 async def test_a_client_gone_after_the_first_frame_closes_the_stream() -> None:
     """ASGI 2.4: the second frame's send fails (the client left)."""
     source = Source([b"a", b"b", b"c"])
