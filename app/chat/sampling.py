@@ -100,7 +100,13 @@ def _client_error(exc: Exception) -> bool:
 def new_sampling_params(
     kwargs: dict[str, Any], constraint: Constraint | None = None
 ) -> SamplingParams:
-    """SamplingParams(**kwargs) with the constraint attached; invalid values are a 400."""
+    """SamplingParams(**kwargs) with the constraint attached; invalid values are a 400.
+
+    Each is made for one request, so the engine client may copy it shallowly
+    (`skip_clone`, as `vllm serve`'s chat route marks its own) instead of deep-copying it,
+    constraint schema and all: 21 against 0.4 µs for plain sampling on the 2-core box.
+    Later copies (`params.clone()`) are shallow too, and their changes reassign fields.
+    """
     from vllm import SamplingParams
 
     try:
@@ -112,7 +118,7 @@ def new_sampling_params(
         raise GatewayError(f"Invalid output constraint: {exc}", param=param) from exc
     one_greedy_sequence(kwargs)
     try:
-        return SamplingParams(**kwargs, **extra)
+        return SamplingParams(**kwargs, **extra, skip_clone=True)
     except Exception as exc:
         if not _client_error(exc):
             raise

@@ -71,6 +71,17 @@ def test_sampling_params_carry_every_field() -> None:
     assert build_sampling_params(req(), 5, stream=False).output_kind == RequestOutputKind.FINAL_ONLY
 
 
+def test_each_requests_params_are_copied_shallowly_by_the_engine_client() -> None:
+    """Made for one request, the params let vLLM's engine client copy them shallowly
+    (`skip_clone`) instead of deep-copying them; a copy's changes stay its own."""
+    params = build_sampling_params(req(stop="x", temperature=0.3), max_tokens=12, stream=True)
+    assert params.skip_clone
+    copy = params.clone()
+    assert copy is not params and copy.stop == ["x"]
+    copy.max_tokens = 3
+    assert params.max_tokens == 12
+
+
 def test_logit_bias_reaches_the_engine_as_token_ids() -> None:
     params = build_sampling_params(req(logit_bias={"5": 10, "7": -100}), 5, stream=False, vocab=100)
     assert params.logit_bias == {5: 10.0, 7: -100.0}
