@@ -41,15 +41,15 @@ def request_id_of(request: Request) -> str | None:
     return value if isinstance(value, str) else None
 
 
-async def until_disconnected(request: Request) -> None:
-    while (await request.receive())["type"] != "http.disconnect":
+async def until_disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
         pass
 
 
 async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
     """Await `work`, cancelling it (which aborts the engine request) if the client leaves."""
     task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(until_disconnected(request))
+    watcher = asyncio.ensure_future(until_disconnected(request.receive))
     try:
         done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -150,8 +150,7 @@ class _PrimedStream(StreamingResponse):
             await self.pump.settle()
 
     async def _cancel_at_disconnect(self, receive: Receive) -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
+        await until_disconnected(receive)
         self.pump.task.cancel()
 
     async def stream_response(self, send: Send) -> None:
