@@ -26,6 +26,8 @@
 # DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
 # SWEEP (default on, off with DRY_RUN): end what an earlier call on this warm machine left
 # running, before starting and again at exit (SWEEP_PATTERN: the `pkill -f` pattern),
+# KEEP_DIR (bench.run --keep-servers there: its servers stay up for the next call on this
+# warm machine, which takes them over; the sweep spares their sessions, bench.kept),
 # TRACE=1 (bench.engine_trace in every server: where requests wait in
 # the engine core; trace.tar.gz, read with `python -m bench.engine_trace_report DIR server-*.log`;
 # ENGINE_TRACE_SWITCH_S with it sets the engine cores' interpreter-lock switch interval;
@@ -69,6 +71,17 @@ sweep() {
   local pids
   pids=$( { pgrep -f "$SWEEP_PATTERN"; command -v nvidia-smi >/dev/null \
     && nvidia-smi --query-compute-apps=pid --format=csv,noheader; } 2>/dev/null | sort -un)
+  if [ -n "${KEEP_DIR:-}" ] && [ -n "$pids" ]; then
+    # the kept servers' sessions (each led by its server's pid), engine cores and all
+    local kept
+    kept=" $("$PY" -m bench.kept sessions "$KEEP_DIR" 2>/dev/null | tr '\n' ' ') "
+    # shellcheck disable=SC2086
+    [ "$kept" = "  " ] || say "sweep ($1): sparing the kept servers' sessions: $(echo $kept)"
+    pids=$(for pid in $pids; do
+      sid=$(ps -o sid= -p "$pid" 2>/dev/null | tr -d ' ')
+      case "$kept" in *" $sid "*) ;; *) echo "$pid" ;; esac
+    done)
+  fi
   [ -n "$pids" ] || return 0
   say "sweep ($1): ending $(echo "$pids" | wc -l) leftover processes: $(echo $pids)"
   # shellcheck disable=SC2086
@@ -299,7 +312,8 @@ bench_run() {
   # shellcheck disable=SC2086
   "$PY" -m bench.run --profile gpu --model "$MODEL_DIR" --results-dir "$res" \
     --mirror-results "$mirror" --deadline-s "$left" \
-    --session-estimate-s "${SESSION_ESTIMATE_S:-150}" --no-report ${BENCH_ARGS:-} "$@"
+    --session-estimate-s "${SESSION_ESTIMATE_S:-150}" --no-report ${BENCH_ARGS:-} \
+    ${KEEP_DIR:+--keep-servers "$KEEP_DIR"} "$@"
 }
 if [ -n "${BENCH_SETS:-}" ]; then
   # or several bench.run invocations, one per ';'-separated flag set (e.g. one server with

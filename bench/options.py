@@ -126,6 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
         "starts (as before session 25)",
     )
     p.add_argument(
+        "--keep-servers",
+        default=None,
+        metavar="DIR",
+        help="with --together: leave the servers running at the end, listed in DIR, and take "
+        "over those an earlier bench.run left there with the same flags (bench.kept)",
+    )
+    p.add_argument(
         "--first-text-load",
         type=_csv_ints,
         default=None,

@@ -1,11 +1,14 @@
 """What /proc says about one process: memory, the CPU it ran on, its threads' CPU time,
-whether it is an HTTP worker."""
+whether it is an HTTP worker, whether it runs; a process this one did not start, watched
+as one it did."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import re
+import subprocess
+import time
 from typing import Any
 
 
@@ -141,3 +144,71 @@ def engine_core_threads(root_pid: int | None) -> dict[str, float]:
     its busy loop, its input and output socket threads and the rest, one by one."""
     pid = engine_core_pid(root_pid)
     return {} if pid is None else thread_cpu_seconds(pid)
+
+
+class AttachedProc:
+    """What `subprocess.Popen` gives `bench.servers.ServerProcess` (`pid`, `poll`, `wait`,
+    `returncode`), for a process this one did not start: a server an earlier bench.run
+    left running (`bench.kept`). It is not our child, so its exit code is unknown: -1."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and not pid_alive(self.pid):
+            self.returncode = -1
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0.0)
+            time.sleep(0.1)
+        return self.returncode or -1
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie does not)."""
+    try:
+        return _stat(f"/proc/{pid}/stat")[1][0] not in ("Z", "X")
+    except (OSError, ValueError, IndexError):
+        return False
+
+
+def reap(family: list[Any], timeout_s: float = 20.0) -> None:
+    """Wait for `family` (psutil processes) to exit; SIGKILL any left after `timeout_s`."""
+    if not family:
+        return
+    import psutil
+
+    with contextlib.suppress(Exception):
+        _gone, alive = psutil.wait_procs(family, timeout=timeout_s)
+        for p in alive:
+            with contextlib.suppress(Exception):
+                p.kill()
+        psutil.wait_procs(alive, timeout=5)
+
+
+def cpu_walk(pid: int) -> tuple[float, dict[str, float], float] | None:
+    """CPU seconds so far of process `pid`, of each HTTP-serving descendant (by
+    `worker_title`) and of the other descendants together; None when unreadable."""
+    try:
+        import psutil
+
+        proc = psutil.Process(pid)
+        own = proc.cpu_times()
+        workers: dict[str, float] = {}
+        engine = 0.0
+        for kid in proc.children(recursive=True):
+            with contextlib.suppress(Exception):
+                t = kid.cpu_times()
+                if is_api_worker(kid):
+                    title = worker_title(kid.cmdline())
+                    workers[title] = workers.get(title, 0.0) + t.user + t.system
+                else:
+                    engine += t.user + t.system
+        return own.user + own.system, workers, engine
+    except Exception:
+        return None

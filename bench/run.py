@@ -18,6 +18,7 @@ import functools
 import hashlib
 import json
 import shlex
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 from bench.affinity import engine_apart
 from bench.commands import bench_server, ensure_model, probe, results_header, server_env
 from bench.flag_strings import parse
+from bench.kept import Keeper
 from bench.machine import (
     engine_config_line,
     favoured_client,
@@ -34,7 +36,7 @@ from bench.machine import (
     wait_gpu_released,
 )
 from bench.options import build_parser, server_root
-from bench.plan_runner import PlanRunner
+from bench.probe_runner import ProbeRunner
 from bench.profiles import (
     ROOT,
     SERVER_NAMES,
@@ -46,10 +48,8 @@ from bench.profiles import (
 from bench.servers import ServerError, ServerProcess, stop_all, stop_all_on_exit
 from bench.together import memory_flags, run_together
 
-FIRST_TEXT_REQUESTS = 20
 
-
-class Runner(PlanRunner):
+class Runner(ProbeRunner):
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self._first_text_prompts: list[str] | None = None
@@ -70,6 +70,12 @@ class Runner(PlanRunner):
             raise SystemExit("--servers names gwb: give its checkout with --gwb-root")
         self.data: dict[str, Any] = {}
         self.harness_nice: int | None = None  # the harness's own session weight
+        self.keeper: Keeper | None = None
+        if args.keep_servers:
+            if not args.together:
+                raise SystemExit("--keep-servers keeps the servers of --together")
+            self.keeper = Keeper(Path(args.keep_servers).resolve())
+            args.seed = self.keeper.seed(args.seed)  # new prompts for kept prefix caches
 
     def remaining(self) -> float:
         if self.args.deadline_s is None:
@@ -103,6 +109,10 @@ class Runner(PlanRunner):
         self.data["gwb_root"] = str(Path(args.gwb_root).resolve()) if args.gwb_root else None
         self.save()
         self.log(f"profile {prof.name}, model {model}, results in {self.results_dir}")
+        if self.keeper is not None:
+            self.data["kept_calls_before"] = self.keeper.calls
+            for name in self.keeper.release(self.servers):
+                self.log(f"stopped {name}, kept by an earlier call and not asked for now")
         if args.together:
             run_together(self, model)
         else:
@@ -120,51 +130,6 @@ class Runner(PlanRunner):
                     self.skip(f"{name}#{rnd}", f"deadline: skipping {name} round {rnd}")
                     continue
                 self.session(name, rnd, model)
-
-    def first_text(self, server: ServerProcess, model: str) -> dict[str, Any]:
-        """Time to first chunk and to first text at c=1 (see bench/first_text.py)."""
-        from bench.first_text import first_text_probe, random_prompts
-
-        prof = self.profile
-        try:
-            if self._first_text_prompts is None:
-                self._first_text_prompts = random_prompts(
-                    model, prof.workloads[0][0], FIRST_TEXT_REQUESTS, self.args.seed + 1
-                )
-            return first_text_probe(server.port, model, self._first_text_prompts, 32, prof.sampling)
-        except Exception as exc:  # a probe, not a run: note it and go on
-            return {"error": str(exc)}
-
-    def load_probes(self, server: ServerProcess, record: dict[str, Any], model: str) -> None:
-        """Time to first chunk and to first text under load, at each of the profile's
-        `first_text_load` concurrencies (see bench/first_text_load.py)."""
-        from bench.first_text import random_prompts
-        from bench.first_text_load import prompt_count, run_probe
-
-        prof = self.profile
-        if not prof.first_text_load or not server.alive():
-            return
-        input_len, out_len = prof.workloads[0]
-        most = max(prompt_count(c) for c in prof.first_text_load)
-        if len(self._load_prompts) < most:
-            self._load_prompts = random_prompts(model, input_len, most, self.args.seed + 2)
-        probes = record.setdefault("first_text_load", [])
-        for c in prof.first_text_load:
-            if self.remaining() < 60:
-                self.skip(f"{record['server']}#{record['round']}-load@{c}", "deadline: no probe")
-                continue
-            spec = {
-                "port": server.port, "model": model, "out_len": out_len, "concurrency": c,
-                "prompts": self._load_prompts[: prompt_count(c)], "sampling": prof.sampling,
-            }  # fmt: skip
-            path = self.results_dir / f"load-{record['server']}-r{record['round']}-c{c}.json"
-            server.set_under_load(True)
-            try:
-                probes.append(run_probe(self.args.python, spec, path, prof.run_timeout_s))
-            finally:
-                server.set_under_load(False)
-            self.log(f"{record['server']} first-text load probe: {probes[-1]}")
-            self.save()
 
     def extra_args(self, name: str) -> list[str]:
         """`name`'s own flags (a second gateway's after the gateway's), and with
@@ -215,9 +180,10 @@ class Runner(PlanRunner):
     ) -> tuple[ServerProcess, dict[str, Any]]:
         """Start `name` without waiting for it: the server and its session record."""
         args, prof = self.args, self.profile
+        log_path = self.results_dir / f"server-{name}-r{rnd}.log"
         server = bench_server(
             name, prof, python=args.python, model=model, port=port,
-            log_path=self.results_dir / f"server-{name}-r{rnd}.log",
+            log_path=self.keeper.log_path(name) if self.keeper else log_path,
             extra=self.extra_args(name), gateway_root=server_root(args, name),
             frontend=args.vllm_frontend,
         )  # fmt: skip
@@ -228,8 +194,12 @@ class Runner(PlanRunner):
             "loadavg_before": loadavg(),
         }
         self.data["sessions"].append(record)
-        self.log(f"round {rnd}: starting {name}")
         try:
+            if self.keeper is not None and self.keeper.take(server):
+                record["taken_over"] = True
+                self.log(f"round {rnd}: taking over {name}, kept by an earlier call")
+                return server, record
+            self.log(f"round {rnd}: starting {name}")
             server.start()
         except ServerError as exc:
             record["error"] = str(exc)
@@ -257,11 +227,17 @@ class Runner(PlanRunner):
     def close_session(
         self, server: ServerProcess, record: dict[str, Any], wait_gpu: bool = True
     ) -> None:
-        """Stop the server and complete its record (memory, exit code, engine config)."""
+        """Stop the server, or with `--keep-servers` leave it up for the next call, and
+        complete its record (memory, exit code or `kept`, engine config)."""
         record["memory"] = server.snapshot_memory()
-        record["exit_code"] = server.stop()
-        if self.profile.name == "gpu" and wait_gpu:
-            record["gpu_mem_after_stop_mib"] = wait_gpu_released()
+        if self.keeper is not None and server.alive() and "error" not in record:
+            self.keeper.keep(server)  # for the next call; its log copied for this one's
+            record["kept"] = True
+            shutil.copyfile(server.log_path, self.results_dir / server.log_path.name)
+        else:
+            record["exit_code"] = server.stop()
+            if self.profile.name == "gpu" and wait_gpu:
+                record["gpu_mem_after_stop_mib"] = wait_gpu_released()
         record["loadavg_after"] = loadavg()
         record["log"] = server.log_path.name
         config = engine_config_line(server.log_path)
@@ -269,7 +245,7 @@ class Runner(PlanRunner):
             record["engine_config_sha1"] = hashlib.sha1(config.encode()).hexdigest()[:12]
             self.data.setdefault("engine_configs", {})[record["engine_config_sha1"]] = config
         self.save()
-        self.log(f"stopped {server.name}: memory {record['memory']}")
+        self.log(f"{'kept' if record.get('kept') else 'stopped'} {server.name}: {record['memory']}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,13 +20,15 @@ from typing import IO, Any
 
 from bench.http_calls import get_json, get_status
 from bench.procfs import (
+    AttachedProc,
+    cpu_walk,
     current_core,
     engine_core_threads,
     front_end_pss_mib,
     is_api_worker,
     read_status_kib,
+    reap,
     rss_kib,
-    worker_title,
 )
 
 try:
@@ -71,7 +73,7 @@ class ServerProcess:
     log_path: Path
     cwd: str | None = None
     poll_interval_s: float = 0.25
-    proc: subprocess.Popen[bytes] | None = None
+    proc: subprocess.Popen[bytes] | AttachedProc | None = None
     memory: MemoryStats = field(default_factory=MemoryStats)
     started_at: float = 0.0
     ready_after_s: float | None = None
@@ -99,9 +101,25 @@ class ServerProcess:
             cwd=self.cwd,
             start_new_session=True,  # its own process group: stop() ends the engine too
         )
+        self._watch()
+
+    def attach(self, pid: int) -> None:
+        """Take over this command line's server that an earlier bench.run left running as
+        `pid` (`bench.kept`): watched and stopped as one started here, its log appended to."""
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        self.started_at = time.monotonic()
+        self.proc = AttachedProc(pid)
+        self._watch()
+
+    def _watch(self) -> None:
         _LIVE.add(self)
         self._poller = threading.Thread(target=self._poll, name=f"rss-{self.name}", daemon=True)
         self._poller.start()
+
+    def leave_running(self) -> None:
+        """Not stopped by `stop_all` (at this process's exit): left for a later bench.run."""
+        _LIVE.discard(self)
 
     def _poll(self) -> None:
         assert self.proc is not None
@@ -180,26 +198,7 @@ class ServerProcess:
         return {} if walked is None else walked[1]
 
     def _cpu_walk(self) -> tuple[float, dict[str, float], float] | None:
-        """CPU seconds so far of the started process, of each HTTP-serving descendant (by
-        `worker_title`) and of the other descendants together; None when unreadable."""
-        if psutil is None or self.proc is None:
-            return None
-        try:
-            proc = psutil.Process(self.proc.pid)
-            own = proc.cpu_times()
-            workers: dict[str, float] = {}
-            engine = 0.0
-            for kid in proc.children(recursive=True):
-                with contextlib.suppress(Exception):
-                    t = kid.cpu_times()
-                    if is_api_worker(kid):
-                        title = worker_title(kid.cmdline())
-                        workers[title] = workers.get(title, 0.0) + t.user + t.system
-                    else:
-                        engine += t.user + t.system
-            return own.user + own.system, workers, engine
-        except Exception:
-            return None
+        return None if psutil is None or self.proc is None else cpu_walk(self.proc.pid)
 
     def engine_threads(self) -> dict[str, float]:
         """CPU seconds so far of each thread of the engine core process ({} if not found)."""
@@ -245,7 +244,7 @@ class ServerProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(10.0)
             code = self.proc.returncode
-            self._reap(family)
+            reap(family)
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -260,17 +259,6 @@ class ServerProcess:
             return list(psutil.Process(self.proc.pid).children(recursive=True))
         except Exception:
             return []
-
-    def _reap(self, family: list[Any], timeout_s: float = 20.0) -> None:
-        """Wait for the descendants to exit; SIGKILL any left (by pid) after a while."""
-        if not family:
-            return
-        with contextlib.suppress(Exception):
-            _gone, alive = psutil.wait_procs(family, timeout=timeout_s)
-            for p in alive:
-                with contextlib.suppress(Exception):
-                    p.kill()
-            psutil.wait_procs(alive, timeout=5)
 
 
 def stop_all() -> None:

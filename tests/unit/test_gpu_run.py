@@ -3,10 +3,15 @@ bench tool each knob runs, with which flags, deadlines and output places."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tarfile
+import time
 import uuid
 from pathlib import Path
 
@@ -238,6 +243,42 @@ def test_gpu_run_ends_an_earlier_calls_leftovers_before_it_starts(tmp_path: Path
         if swept.poll() is None:
             swept.kill()
             swept.wait()
+
+
+def test_gpu_run_spares_the_kept_servers_and_hands_them_on(tmp_path: Path) -> None:
+    """KEEP_DIR: bench.run gets --keep-servers; the sweep ends an earlier call's leftovers
+    but the sessions that folder lists (a kept server and what it spawned)."""
+    marker = f"gpu-run-kept-{uuid.uuid4().hex}"
+    script = f"exec -a '{marker} serve' sleep 60"
+    family = f'bash -c "{script}" & {script}'  # a server and a child in its session
+    kept = subprocess.Popen(["bash", "-c", family], start_new_session=True)
+    stale = subprocess.Popen(["bash", "-c", script], start_new_session=True)
+    keep_dir = tmp_path / "kept"
+    keep_dir.mkdir()
+    (keep_dir / "servers.json").write_text(json.dumps({"servers": [{"pid": kept.pid}]}))
+    try:
+        time.sleep(0.5)  # the kept server's child, in its session, has started
+        calls = _dry_gpu_run(
+            tmp_path,
+            fake=f'if [ "$2" = bench.kept ]; then exec {sys.executable} "$@"; fi',
+            SWEEP="1",
+            SWEEP_PATTERN=marker,
+            KEEP_DIR=str(keep_dir),
+            BENCH_ARGS="--together",
+        )
+        assert stale.wait(10) == -9
+        assert kept.poll() is None
+        log = (tmp_path / "out" / "gpu_run.log").read_text()
+        assert f"sparing the kept servers' sessions: {kept.pid}\n" in log
+        assert f"ending 1 leftover processes: {stale.pid}" in log
+        (run,) = [call for call in calls if "bench.run" in call]
+        assert run[run.index("--keep-servers") + 1] == str(keep_dir)
+        assert run.index("--together") < run.index("--keep-servers")
+    finally:
+        for proc in (kept, stale):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def test_gpu_run_traces_every_server_when_asked(tmp_path: Path) -> None:

@@ -1,0 +1,65 @@
+"""The harness's own probes of a server beside `vllm bench serve`'s runs: time to first
+chunk and to first text at c=1 (`bench.first_text`) and under load
+(`bench.first_text_load`). `bench.run`'s Runner is a ProbeRunner."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.plan_runner import PlanRunner
+from bench.servers import ServerProcess
+
+FIRST_TEXT_REQUESTS = 20
+
+
+class ProbeRunner(PlanRunner):
+    """A PlanRunner that probes its servers too; the probes' prompts are made once (the
+    subclass starts them as None and [])."""
+
+    _first_text_prompts: list[str] | None
+    _load_prompts: list[str]
+
+    def first_text(self, server: ServerProcess, model: str) -> dict[str, Any]:
+        """Time to first chunk and to first text at c=1 (see bench/first_text.py)."""
+        from bench.first_text import first_text_probe, random_prompts
+
+        prof = self.profile
+        try:
+            if self._first_text_prompts is None:
+                self._first_text_prompts = random_prompts(
+                    model, prof.workloads[0][0], FIRST_TEXT_REQUESTS, self.args.seed + 1
+                )
+            return first_text_probe(server.port, model, self._first_text_prompts, 32, prof.sampling)
+        except Exception as exc:  # a probe, not a run: note it and go on
+            return {"error": str(exc)}
+
+    def load_probes(self, server: ServerProcess, record: dict[str, Any], model: str) -> None:
+        """Time to first chunk and to first text under load, at each of the profile's
+        `first_text_load` concurrencies (see bench/first_text_load.py)."""
+        from bench.first_text import random_prompts
+        from bench.first_text_load import prompt_count, run_probe
+
+        prof = self.profile
+        if not prof.first_text_load or not server.alive():
+            return
+        input_len, out_len = prof.workloads[0]
+        most = max(prompt_count(c) for c in prof.first_text_load)
+        if len(self._load_prompts) < most:
+            self._load_prompts = random_prompts(model, input_len, most, self.args.seed + 2)
+        probes = record.setdefault("first_text_load", [])
+        for c in prof.first_text_load:
+            if self.remaining() < 60:
+                self.skip(f"{record['server']}#{record['round']}-load@{c}", "deadline: no probe")
+                continue
+            spec = {
+                "port": server.port, "model": model, "out_len": out_len, "concurrency": c,
+                "prompts": self._load_prompts[: prompt_count(c)], "sampling": prof.sampling,
+            }  # fmt: skip
+            path = self.results_dir / f"load-{record['server']}-r{record['round']}-c{c}.json"
+            server.set_under_load(True)
+            try:
+                probes.append(run_probe(self.args.python, spec, path, prof.run_timeout_s))
+            finally:
+                server.set_under_load(False)
+            self.log(f"{record['server']} first-text load probe: {probes[-1]}")
+            self.save()
