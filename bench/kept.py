@@ -7,9 +7,10 @@ running in a process session of its own until it goes back (30 s idle), and benc
 starts every server in a session of its own. With `--keep-servers DIR` bench.run leaves
 its servers running when it ends and lists them in DIR/servers.json; the next call's
 bench.run takes over each one that still runs and answers /health with the same command
-line and port (its log, in DIR, goes on), stops the listed ones it does not take, and
-starts the rest. The listed calls' count is mixed into the prompts' seed, so that a kept
-server's prefix cache holds none of the next call's prompts. gpu_run.sh's sweep spares
+line and port (its log, in DIR, goes on; the first-text probe, made when it started, is
+not repeated), stops the listed ones it does not take, and starts the rest. The listed
+calls' count is mixed into the prompts' seed, so that a kept server's prefix cache holds
+none of the next call's prompts. gpu_run.sh's sweep spares
 the kept servers' sessions (`python -m bench.kept sessions DIR` lists them).
 """
 

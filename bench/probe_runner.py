@@ -4,6 +4,7 @@ chunk and to first text at c=1 (`bench.first_text`) and under load
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from bench.plan_runner import PlanRunner
@@ -18,17 +19,30 @@ class ProbeRunner(PlanRunner):
 
     _first_text_prompts: list[str] | None
     _load_prompts: list[str]
+    _first_text_soon: Future[list[str]] | None = None
+
+    def make_first_text_prompts(self, model: str) -> Future[list[str]]:
+        """Start making the first-text probe's prompts in a thread, as the first server
+        starts: importing transformers and loading the tokenizer for them took 17 s of each
+        device call in session 54, after the first server was ready."""
+        from bench.first_text import random_prompts
+
+        pool = ThreadPoolExecutor(1, thread_name_prefix="first-text-prompts")
+        input_len = self.profile.workloads[0][0]
+        args = (model, input_len, FIRST_TEXT_REQUESTS, self.args.seed + 1)
+        self._first_text_soon = pool.submit(random_prompts, *args)
+        pool.shutdown(wait=False)
+        return self._first_text_soon
 
     def first_text(self, server: ServerProcess, model: str) -> dict[str, Any]:
         """Time to first chunk and to first text at c=1 (see bench/first_text.py)."""
-        from bench.first_text import first_text_probe, random_prompts
+        from bench.first_text import first_text_probe
 
         prof = self.profile
         try:
             if self._first_text_prompts is None:
-                self._first_text_prompts = random_prompts(
-                    model, prof.workloads[0][0], FIRST_TEXT_REQUESTS, self.args.seed + 1
-                )
+                soon = self._first_text_soon or self.make_first_text_prompts(model)
+                self._first_text_prompts = soon.result()
             return first_text_probe(server.port, model, self._first_text_prompts, 32, prof.sampling)
         except Exception as exc:  # a probe, not a run: note it and go on
             return {"error": str(exc)}

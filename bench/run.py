@@ -201,6 +201,8 @@ class Runner(ProbeRunner):
                 return server, record
             self.log(f"round {rnd}: starting {name}")
             server.start()
+            if self._first_text_soon is None:
+                self.make_first_text_prompts(model)  # while it starts
         except ServerError as exc:
             record["error"] = str(exc)
             self.log(f"error: {exc}")
@@ -218,6 +220,8 @@ class Runner(ProbeRunner):
             self.log(f"{name} ready after {record['ready_after_s']} s")
             record["probe"] = probe(server, model)
             self.log(f"{name} probe: {record['probe']}")
+            if record.get("taken_over"):  # probed by the call that started it
+                return
             record["first_text"] = self.first_text(server, model)
             self.log(f"{name} first-text probe: {record['first_text']}")
         except ServerError as exc:

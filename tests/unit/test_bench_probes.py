@@ -1,17 +1,25 @@
 """bench's measuring helpers: per-process py-spy summaries, the client's own CPU, the GPU's
-busy share, the first-text probe."""
+busy share, the first-text probe and its prompts."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import dataclasses
 import datetime as dt
 import random
+import threading
 import types
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from bench.client_limit import _end_event, busy_share
 from bench.first_text import first_text_probe, fit_to_length
+from bench.probe_runner import FIRST_TEXT_REQUESTS, ProbeRunner
 from bench.profile_summary import split_processes, summarize, summarize_processes
+from bench.profiles import PROFILES
 from bench.vllm_bench import _meter_benchmark
 from tests.local_http import SseChatHandler, serving
 
@@ -123,3 +131,37 @@ def test_fit_to_length_reaches_the_target_after_re_encoding() -> None:
     assert len(tok.encode(tok.decode(ids))) > 64  # the naive prompt would be too long
     prompt = fit_to_length(tok, ids, 64, rng)
     assert len(tok.encode(prompt)) == 64
+
+
+def test_the_first_text_prompts_are_made_once_in_a_thread_while_servers_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """bench.run starts making the probe's prompts before its servers are up (17 s of each
+    device call went on that, after the first server was ready, in session 54); every
+    server's probe then sends those same prompts."""
+    made: list[tuple[str, tuple[Any, ...]]] = []
+    release = threading.Event()
+
+    def slow_prompts(*args: Any) -> list[str]:
+        made.append((threading.current_thread().name, args))
+        release.wait(5)
+        return ["p1", "p2"]
+
+    sent: list[tuple[int, list[str]]] = []
+    monkeypatch.setattr("bench.first_text.random_prompts", slow_prompts)
+    monkeypatch.setattr(
+        "bench.first_text.first_text_probe",
+        lambda port, model, prompts, out_len, sampling: sent.append((port, prompts)) or {},
+    )
+    runner = ProbeRunner()
+    runner.args = argparse.Namespace(seed=7)
+    runner.profile = dataclasses.replace(PROFILES["cpu"], workloads=((128, 64),))
+    runner._first_text_prompts = None
+    soon = runner.make_first_text_prompts("model")
+    assert not soon.done()  # the caller goes on (to start the servers) meanwhile
+    release.set()
+    for port in (1, 2):
+        assert runner.first_text(types.SimpleNamespace(port=port), "model") == {}  # type: ignore[arg-type]
+    assert sent == [(1, ["p1", "p2"]), (2, ["p1", "p2"])]
+    assert len(made) == 1 and made[0][0].startswith("first-text-prompts")
+    assert made[0][1] == ("model", 128, FIRST_TEXT_REQUESTS, 8)
