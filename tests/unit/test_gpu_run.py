@@ -24,7 +24,7 @@ def _dry_gpu_run(tmp_path: Path, fake: str = "", **knobs: str | None) -> list[li
     fake_python.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> {calls}\necho >> {calls}\n{fake}\n')
     fake_python.chmod(0o755)
     model = tmp_path / "model"
-    model.mkdir()
+    model.mkdir(exist_ok=True)
     (model / "config.json").write_text("{}")
     modes = (
         "TEST_ARGS",
@@ -279,6 +279,26 @@ def test_gpu_run_spares_the_kept_servers_and_hands_them_on(tmp_path: Path) -> No
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_gpu_run_checks_the_imports_once_per_machine_and_code(tmp_path: Path) -> None:
+    """A warm machine's later call with the same code and paths shows the first call's
+    imports check instead of importing vLLM again (15-18 s a call in session 54)."""
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    fake = 'if [ "$1" = - ]; then cat > /dev/null; echo "vllm 0.26.0 fastapi x"; fi'
+    knobs = {"DRY_RUN": "0", "SKIP_INSTALL": "1", "SWEEP": "0", "IMPORTS_SEEN_DIR": str(seen)}
+    log = tmp_path / "out" / "gpu_run.log"
+    first = _dry_gpu_run(tmp_path, fake=fake, BENCH_ARGS="-x", **knobs)  # the same python
+    first_log = log.read_text()
+    both = _dry_gpu_run(tmp_path, fake=fake, BENCH_ARGS="-x", **knobs)  # calls and log add up
+    second_log = log.read_text()[len(first_log) :]
+    assert sum(call[:1] == ["-"] for call in first) == 1
+    assert sum(call[:1] == ["-"] for call in both) == 1  # not again
+    assert "] imports\nvllm 0.26.0 fastapi x\n" in first_log
+    assert "] imports (as an earlier call on this machine found them" in second_log
+    assert "vllm 0.26.0 fastapi x" in second_log
+    assert len(list(seen.iterdir())) == 1
 
 
 def test_gpu_run_traces_every_server_when_asked(tmp_path: Path) -> None:
