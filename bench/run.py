@@ -216,8 +216,10 @@ class Runner(ProbeRunner):
         name = record["server"]
         try:
             timeout_s = min(self.profile.startup_timeout_s, max(30.0, self.remaining()))
-            record["ready_after_s"] = round(server.wait_ready(timeout_s), 1)
-            self.log(f"{name} ready after {record['ready_after_s']} s")
+            ready = round(server.wait_ready(timeout_s), 1)
+            if not record.get("taken_over"):  # a kept server's start is an earlier call's
+                record["ready_after_s"] = ready
+                self.log(f"{name} ready after {ready} s")
             record["probe"] = probe(server, model)
             self.log(f"{name} probe: {record['probe']}")
             if record.get("taken_over"):  # probed by the call that started it

@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -162,3 +163,48 @@ def test_the_sessions_to_spare_are_the_live_listed_ones(
     finally:
         live.kill()
         live.wait()
+
+
+def test_bench_run_keeps_its_servers_and_the_next_run_takes_them_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[ServerProcess]
+) -> None:
+    """bench.run's sessions with --keep-servers: the first run starts the server and leaves
+    it up (its log copied into the run's results); the next run's session takes the same
+    process over, with the prompts' seed moved on; both records say so."""
+    from bench.options import build_parser
+    from bench.run import Runner
+
+    port = _free_port()
+
+    def health_server(name: str, *_: Any, log_path: Path, **__: Any) -> ServerProcess:
+        server = _server(log_path.parent, name, port)
+        server.log_path = log_path
+        started.append(server)
+        return server
+
+    monkeypatch.setattr("bench.run.bench_server", health_server)
+    monkeypatch.setattr("bench.first_text.random_prompts", lambda *_: ["p"])  # no tokenizer
+    keep = tmp_path / "kept"
+    flags = ["--profile", "cpu", "--servers", "gateway", "--keep-servers", str(keep)]
+    with pytest.raises(SystemExit, match="--together"):
+        Runner(build_parser().parse_args(flags))
+    records = []
+    for n in (1, 2):
+        res = tmp_path / f"res{n}"
+        runner = Runner(build_parser().parse_args([*flags, "--together", "--seed", "3",
+                                                  "--results-dir", str(res)]))  # fmt: skip
+        runner.data = {"sessions": []}
+        assert runner.args.seed == 3 + SEED_STEP * (n - 1)
+        server, record = runner.launch_session("gateway", 1, "m", port)
+        if n == 1:
+            _up(server)
+        runner.close_session(server, record)
+        assert server.alive()
+        assert (res / "server-gateway.log").exists()  # copied for this call's logs
+        records.append(record)
+    assert "taken_over" not in records[0] and records[1]["taken_over"]
+    assert records[0]["kept"] and records[1]["kept"] and "exit_code" not in records[1]
+    first, second = started
+    assert second.proc is not None and first.proc is not None
+    assert second.proc.pid == first.proc.pid
+    assert load(keep)["calls"] == 2
