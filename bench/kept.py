@@ -10,8 +10,8 @@ bench.run takes over each one that still runs and answers /health with the same 
 line and port (its log, in DIR, goes on; the first-text probe, made when it started, is
 not repeated), stops the listed ones it does not take, and starts the rest. The listed
 calls' count is mixed into the prompts' seed, so that a kept server's prefix cache holds
-none of the next call's prompts. gpu_run.sh's sweep spares
-the kept servers' sessions (`python -m bench.kept sessions DIR` lists them).
+none of the next call's prompts. gpu_run.sh's sweep spares the kept servers' sessions
+(`python -m bench.kept sessions DIR` lists them).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.http_calls import get_status
-from bench.procfs import pid_alive
+from bench.procfs import descendants, pid_alive, reap
 from bench.servers import ServerProcess
 
 STATE = "servers.json"
@@ -49,14 +49,17 @@ def load(folder: Path) -> dict[str, Any]:
 
 
 def end_session(pid: int, grace_s: float = 30.0) -> None:
-    """Stop a kept server's whole session (its pid leads it): SIGINT, then SIGKILL after
-    `grace_s` while the leader still runs, then SIGKILL for the engine's stragglers."""
+    """Stop a kept server and what it started (its pid leads their process group): SIGINT,
+    up to `grace_s` for it to end, SIGKILL for whatever is left, and wait for its
+    descendants (an engine core's GPU memory is free only once it has exited)."""
+    family = descendants(pid)
     for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGKILL, 10.0)):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, sig)
         deadline = time.monotonic() + wait_s
         while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
+    reap(family)
 
 
 class Keeper:

@@ -177,6 +177,16 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def descendants(pid: int) -> list[Any]:
+    """The psutil processes under `pid` ([] where it is gone or psutil is missing)."""
+    try:
+        import psutil
+
+        return list(psutil.Process(pid).children(recursive=True))
+    except Exception:
+        return []
+
+
 def reap(family: list[Any], timeout_s: float = 20.0) -> None:
     """Wait for `family` (psutil processes) to exit; SIGKILL any left after `timeout_s`."""
     if not family:

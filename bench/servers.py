@@ -23,6 +23,7 @@ from bench.procfs import (
     AttachedProc,
     cpu_walk,
     current_core,
+    descendants,
     engine_core_threads,
     front_end_pss_mib,
     is_api_worker,
@@ -253,12 +254,7 @@ class ServerProcess:
 
     def _family(self) -> list[Any]:
         """The server's descendants (engine core, workers), to make sure they end too."""
-        if psutil is None or self.proc is None:
-            return []
-        try:
-            return list(psutil.Process(self.proc.pid).children(recursive=True))
-        except Exception:
-            return []
+        return [] if self.proc is None else descendants(self.proc.pid)
 
 
 def stop_all() -> None:
