@@ -7,10 +7,10 @@ running in a process session of its own until it goes back (30 s idle), and benc
 starts every server in a session of its own. With `--keep-servers DIR` bench.run leaves
 its servers running when it ends and lists them in DIR/servers.json; the next call's
 bench.run takes over each one that still runs and answers /health with the same command
-line and port (its log, in DIR, goes on; the first-text probe, made when it started, is
-not repeated), stops the listed ones it does not take, and starts the rest. The listed
-calls' count is mixed into the prompts' seed, so that a kept server's prefix cache holds
-none of the next call's prompts. gpu_run.sh's sweep spares the kept servers' sessions
+line, port and checkout (its log, in DIR, goes on; the first-text probe, made when it
+started, is not repeated), stops the listed ones it does not take, and starts the rest.
+The listed calls' count is mixed into the prompts' seed, so that a kept server's prefix
+cache holds none of the next call's prompts. gpu_run.sh's sweep spares the kept servers' sessions
 (`python -m bench.kept sessions DIR` lists them).
 """
 
@@ -38,7 +38,8 @@ a crc32 of the run's round and point, so each call's prompts are new to a kept s
 
 def load(folder: Path) -> dict[str, Any]:
     """DIR/servers.json: {"calls": how many bench.run calls kept servers here, "servers":
-    [{"name", "pid", "port", "argv"}, ...]}; empty where there is none or it is unreadable."""
+    [{"name", "pid", "port", "argv", "cwd"}, ...]}; empty where there is none or it is
+    unreadable."""
     try:
         state = json.loads((folder / STATE).read_text())
     except (OSError, ValueError):
@@ -91,14 +92,15 @@ class Keeper:
 
     def take(self, server: ServerProcess) -> bool:
         """Attach `server` to its listed server where that still runs and answers /health
-        with the same command line and port; a listed one that does not is stopped first.
-        False where `server` is to be started."""
+        with the same command line, port and checkout; a listed one that does not is
+        stopped first. False where `server` is to be started."""
         entry = next((e for e in self.listed if e.get("name") == server.name), None)
         if entry is None:
             return False
         self.listed.remove(entry)
         pid = int(entry["pid"])
-        same = entry.get("argv") == server.argv and entry.get("port") == server.port
+        wanted = {"argv": server.argv, "port": server.port, "cwd": server.cwd}
+        same = all(entry.get(key) == value for key, value in wanted.items())
         if same and pid_alive(pid) and get_status(server.base_url + "/health", 5.0) == 200:
             server.attach(pid)
             return True
@@ -115,7 +117,7 @@ class Keeper:
     def save(self) -> None:
         """DIR/servers.json with the kept servers that run, this call counted."""
         servers = [
-            {"name": s.name, "pid": s.proc.pid, "port": s.port, "argv": s.argv}
+            {"name": s.name, "pid": s.proc.pid, "port": s.port, "argv": s.argv, "cwd": s.cwd}
             for s in self.kept
             if s.proc is not None and s.alive()
         ]

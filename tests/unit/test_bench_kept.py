@@ -82,7 +82,7 @@ def test_a_kept_server_is_taken_over_by_the_next_call(
     stop_all()  # what bench.run does at its exit: a kept server stays up
     assert server.alive()
     assert load(folder)["servers"] == [
-        {"name": "gateway", "pid": server.proc.pid, "port": port, "argv": server.argv}
+        {"name": "gateway", "pid": server.proc.pid, "port": port, "argv": server.argv, "cwd": None}
     ]
 
     second = Keeper(folder)
@@ -100,24 +100,28 @@ def test_a_kept_server_is_taken_over_by_the_next_call(
 def test_a_listed_server_with_other_flags_or_not_asked_for_is_stopped(
     tmp_path: Path, started: list[ServerProcess]
 ) -> None:
-    """A listed server whose command line differs is stopped before its replacement
-    starts; one this call does not name at all is stopped by `release`."""
+    """A listed server whose command line or checkout differs is stopped before its
+    replacement starts; one this call does not name at all is stopped by `release`."""
     folder = tmp_path / "kept"
     keeper = Keeper(folder)
-    servers = [_server(folder, n, _free_port()) for n in ("vllm", "gateway")]
+    servers = [_server(folder, n, _free_port()) for n in ("vllm", "gateway", "gwb")]
     started.extend(servers)
     for server in servers:
         server.start()
         _up(server)
         keeper.keep(server)
-    vllm, gateway = servers
+    vllm, gateway, gwb = servers
 
     later = Keeper(folder)
-    assert later.release(["gateway"]) == ["vllm"]
+    assert later.release(["gateway", "gwb"]) == ["vllm"]
     assert vllm.proc is not None and vllm.proc.wait(10) is not None
-    changed = _server(folder, "gateway", gateway.port, flag="--max-num-seqs=8")
-    assert not later.take(changed)
+    assert gateway.alive() and gwb.alive()
+    assert not later.take(_server(folder, "gateway", gateway.port, flag="--max-num-seqs=8"))
     assert gateway.proc is not None and gateway.proc.wait(10) is not None
+    moved = _server(folder, "gwb", gwb.port)
+    moved.cwd = str(tmp_path)  # the same command line from another checkout (--gwb-root)
+    assert not later.take(moved)
+    assert gwb.proc is not None and gwb.proc.wait(10) is not None
 
 
 def test_a_dead_or_deaf_listed_server_is_not_taken(
