@@ -19,16 +19,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import signal
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from bench.http_calls import get_status
-from bench.procfs import descendants, pid_alive, reap
-from bench.servers import ServerProcess
+from bench.procfs import AttachedProc, pid_alive
+from bench.servers import ServerProcess, stop_group
 
 STATE = "servers.json"
 SEED_STEP = 7919
@@ -47,20 +44,6 @@ def load(folder: Path) -> dict[str, Any]:
     if not isinstance(state, dict) or not isinstance(state.get("servers"), list):
         return {"calls": 0, "servers": []}
     return {"calls": int(state.get("calls") or 0), "servers": state["servers"]}
-
-
-def end_session(pid: int, grace_s: float = 30.0) -> None:
-    """Stop a kept server and what it started (its pid leads their process group): SIGINT,
-    up to `grace_s` for it to end, SIGKILL for whatever is left, and wait for its
-    descendants (an engine core's GPU memory is free only once it has exited)."""
-    family = descendants(pid)
-    for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGKILL, 10.0)):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, sig)
-        deadline = time.monotonic() + wait_s
-        while pid_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.2)
-    reap(family)
 
 
 class Keeper:
@@ -86,7 +69,7 @@ class Keeper:
         for them; they hold GPU memory); the names stopped."""
         stopped = [e for e in self.listed if e.get("name") not in names]
         for entry in stopped:
-            end_session(int(entry["pid"]))
+            stop_group(AttachedProc(int(entry["pid"])))
         self.listed = [e for e in self.listed if e not in stopped]
         return [str(e.get("name")) for e in stopped]
 
@@ -104,7 +87,7 @@ class Keeper:
         if same and pid_alive(pid) and get_status(server.base_url + "/health", 5.0) == 200:
             server.attach(pid)
             return True
-        end_session(pid)
+        stop_group(AttachedProc(pid))
         return False
 
     def keep(self, server: ServerProcess) -> None:

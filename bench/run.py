@@ -180,10 +180,13 @@ class Runner(ProbeRunner):
     ) -> tuple[ServerProcess, dict[str, Any]]:
         """Start `name` without waiting for it: the server and its session record."""
         args, prof = self.args, self.profile
-        log_path = self.results_dir / f"server-{name}-r{rnd}.log"
+        log_path = (
+            self.keeper.log_path(name)
+            if self.keeper
+            else self.results_dir / f"server-{name}-r{rnd}.log"
+        )
         server = bench_server(
-            name, prof, python=args.python, model=model, port=port,
-            log_path=self.keeper.log_path(name) if self.keeper else log_path,
+            name, prof, python=args.python, model=model, port=port, log_path=log_path,
             extra=self.extra_args(name), gateway_root=server_root(args, name),
             frontend=args.vllm_frontend,
         )  # fmt: skip
@@ -217,12 +220,14 @@ class Runner(ProbeRunner):
         try:
             timeout_s = min(self.profile.startup_timeout_s, max(30.0, self.remaining()))
             ready = round(server.wait_ready(timeout_s), 1)
-            if not record.get("taken_over"):  # a kept server's start is an earlier call's
+            # a kept server was started, and its first text probed, by an earlier call
+            taken = bool(record.get("taken_over"))
+            if not taken:
                 record["ready_after_s"] = ready
                 self.log(f"{name} ready after {ready} s")
             record["probe"] = probe(server, model)
             self.log(f"{name} probe: {record['probe']}")
-            if record.get("taken_over"):  # probed by the call that started it
+            if taken:
                 return
             record["first_text"] = self.first_text(server, model)
             self.log(f"{name} first-text probe: {record['first_text']}")

@@ -229,32 +229,34 @@ class ServerProcess:
     def stop(self, grace_s: float = 30.0) -> int | None:
         """SIGINT the process group, then SIGTERM, then SIGKILL; returns the exit code."""
         self._stop_poll.set()
-        code = None
-        if self.proc is not None:
-            pgid = self.proc.pid  # start_new_session: the group id is the leader's pid
-            family = self._family()
-            for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGTERM, 10.0)):
-                if self.proc.poll() is not None:
-                    break
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pgid, sig)
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.proc.wait(wait_s)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pgid, signal.SIGKILL)  # stragglers of the group (engine workers)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(10.0)
-            code = self.proc.returncode
-            reap(family)
+        code = None if self.proc is None else stop_group(self.proc, grace_s)
         if self._log is not None:
             self._log.close()
             self._log = None
         _LIVE.discard(self)
         return code
 
-    def _family(self) -> list[Any]:
-        """The server's descendants (engine core, workers), to make sure they end too."""
-        return [] if self.proc is None else descendants(self.proc.pid)
+
+def stop_group(proc: subprocess.Popen[bytes] | AttachedProc, grace_s: float = 30.0) -> int | None:
+    """End a server started in a session of its own and what it started (its pid leads
+    their process group): SIGINT, then SIGTERM, then SIGKILL for the group's stragglers
+    (engine workers), then wait for its descendants (an engine core's GPU memory is free
+    only once it has exited); the server's exit code."""
+    pgid = proc.pid  # start_new_session: the group id is the leader's pid
+    family = descendants(proc.pid)
+    for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGTERM, 10.0)):
+        if proc.poll() is not None:
+            break
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(wait_s)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(10.0)
+    reap(family)
+    return proc.returncode
 
 
 def stop_all() -> None:
