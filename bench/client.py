@@ -55,8 +55,9 @@ def build_plan(
     results_dir: Path,
     pinned: bool = False,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    """The client's plan (`[{"tag", "argv"}]`) and an empty run record per tag; `pinned`
-    runs (the engine core on CPUs of its own, `bench.affinity`) are tagged `NAME-pin-...`."""
+    """The client's plan (`[{"tag", "argv", "point"}]`) and an empty run record per tag;
+    `pinned` runs (the engine core on CPUs of its own, `bench.affinity`) are tagged
+    `NAME-pin-...`."""
     plan: list[dict[str, Any]] = []
     runs: dict[str, dict[str, Any]] = {}
     for workload, conc in prof.points():
@@ -70,7 +71,8 @@ def build_plan(
             python, model, port, workload, conc, prompts, warmups, run_seed, prof.sampling,
             results_dir, tag + ".json",
         )  # fmt: skip
-        plan.append({"tag": tag, "argv": argv[3:]})  # without `python -m bench.vllm_bench`
+        point = f"{workload[0]}x{workload[1]}-c{conc}"  # the client times each point's runs
+        plan.append({"tag": tag, "argv": argv[3:], "point": point})  # argv less `python -m`
         runs[tag] = {
             "server": name,
             "round": rnd,

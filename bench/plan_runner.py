@@ -62,17 +62,7 @@ class PlanRunner:
         order, from one client process: vLLM is imported once (17-25 s on the H200's host)
         however many servers and rounds the entries hold."""
         args = self.args
-        plan: list[dict[str, Any]] = []
-        runs: dict[str, dict[str, Any]] = {}
-        owners: dict[str, ServerProcess] = {}
-        for server, name, rnd in entries:
-            items, records = build_plan(
-                self.profile, name, rnd, python=args.python, model=model, port=server.port,
-                seed=args.seed, results_dir=self.results_dir, pinned=pinned,
-            )  # fmt: skip
-            plan += items
-            runs |= records
-            owners |= dict.fromkeys(records, server)
+        plan, runs, owners = self.plan_of(entries, model, pinned)
         key = "pinned_runs" if pinned else "runs"
         self.data.setdefault(key, [])
         label = f"{entries[0][1]}{'-pin' if pinned else ''}-r{entries[0][2]}"
@@ -109,6 +99,26 @@ class PlanRunner:
                 self.data.setdefault("skipped", []).append(tag)
                 self.data[key].append(run)
         self.save()
+
+    def plan_of(
+        self, entries: list[Entry], model: str, pinned: bool = False
+    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]], dict[str, ServerProcess]]:
+        """The client's plan for `entries`, an empty run record per tag and each tag's
+        server. With several entries every item carries its round as `pair`: the client
+        skips a round whole when it would not end by the deadline."""
+        plan: list[dict[str, Any]] = []
+        runs: dict[str, dict[str, Any]] = {}
+        owners: dict[str, ServerProcess] = {}
+        for server, name, rnd in entries:
+            items, records = build_plan(
+                self.profile, name, rnd, python=self.args.python, model=model,
+                port=server.port, seed=self.args.seed, results_dir=self.results_dir,
+                pinned=pinned,
+            )  # fmt: skip
+            plan += [item | {"pair": rnd} for item in items] if len(entries) > 1 else items
+            runs |= records
+            owners |= dict.fromkeys(records, server)
+        return plan, runs, owners
 
     def _collect(
         self,

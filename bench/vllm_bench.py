@@ -8,9 +8,10 @@ client from its modules, with vLLM's own argument parser; ARGS are exactly those
 one after the other in one process (vLLM is imported once: that import takes 5-40 s),
 each with its own argument list from PLAN.json (`[{"tag": ..., "argv": [...]}, ...]`).
 It prints `@@bench {"event": "client"|"start"|"end", ...}` lines that `bench.run`
-follows, and skips what would start after EPOCH (a deadline, in `time.time()` seconds)
-or against a server that no longer listens. One plan may hold several servers' runs
-(`bench.run --together`: each round of every server from one client).
+follows, and skips what would not end by EPOCH (a deadline, in `time.time()` seconds)
+or is against a server that no longer listens. One plan may hold several servers' runs
+(`bench.run --together`: each round of every server from one client, a round skipped
+whole).
 Around each run it reads vLLM's request timings from the server's `/metrics`
 (`bench.engine_stats`); the "end" line carries their means over the run.
 The client first raises its session's CPU weight (`bench.machine.favour_client`).
@@ -87,13 +88,31 @@ def run_items(
     bench_main: Callable[[Any], Any],
     usage: dict[str, float],
 ) -> int:
-    """Each item's benchmark in turn; one that would start after `stop_at` less its
-    `min_s`, or whose server no longer listens (it died: vLLM's ready check would wait
-    out its timeout), is skipped with a "skip" event. 1 when any run failed."""
+    """Each item's benchmark in turn; one that would not end by `stop_at`, or whose server
+    no longer listens (it died: vLLM's ready check would wait out its timeout), is skipped
+    with a "skip" event. 1 when any run failed.
+
+    An item's time is a tenth more than the last good run of its `point` took, or its
+    `min_s` (15 s unless given) before one has run. Consecutive items with the same `pair`
+    (every server's run of one round, `bench.run --together`) are skipped together when
+    their times' sum would not end by `stop_at`: a deadline cuts between rounds, not inside
+    one, and no run is lost half-way."""
     failures = 0
-    for item in plan:
+    took: dict[str, float] = {}  # point -> the wall time of its last good run
+    cut: object = None  # the pair being skipped
+
+    def need(item: dict[str, Any]) -> float:
+        last = took.get(item.get("point", ""))
+        return float(item.get("min_s", 15)) if last is None else 1.1 * last
+
+    for n, item in enumerate(plan):
         tag = item["tag"]
-        if stop_at is not None and time.time() > stop_at - float(item.get("min_s", 15)):
+        pair = item.get("pair")
+        round_starts = pair is not None and (n == 0 or plan[n - 1].get("pair") != pair)
+        if stop_at is not None and round_starts:
+            cut = pair if time.time() + sum(map(need, _same_pair(plan, n))) > stop_at else None
+        late = stop_at is not None and time.time() > stop_at - need(item)
+        if late or (pair is not None and pair == cut):
             _event(event="skip", tag=tag, reason="deadline")
             continue
         try:
@@ -121,13 +140,16 @@ def run_items(
             traceback.print_exc()
             if isinstance(exc, KeyboardInterrupt):
                 raise
+        wall_s = round(time.monotonic() - start, 2)
+        if ok and "point" in item:
+            took[item["point"]] = wall_s
         sys.stdout.flush()
         after = engine_stats.snapshot(base_url) if base_url and before is not None else None
         _event(
             event="end",
             tag=tag,
             ok=ok,
-            wall_s=round(time.monotonic() - start, 2),
+            wall_s=wall_s,
             loadavg=loadavg(),
             client_cpu_s=usage.get("cpu_s"),
             client_busy_wall_s=usage.get("wall_s"),
@@ -135,6 +157,14 @@ def run_items(
             engine_timings=engine_stats.timings(before, after),
         )
     return 1 if failures else 0
+
+
+def _same_pair(plan: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:
+    """The items in a row from `start` that share its `pair` (one round's runs)."""
+    end = start
+    while end < len(plan) and plan[end].get("pair") == plan[start].get("pair"):
+        end += 1
+    return plan[start:end]
 
 
 def listening(base_url: str, timeout: float = 5.0) -> bool:

@@ -11,6 +11,7 @@ class FakeServer:
 
     name: str
     running: bool = True
+    port: int = 0
     load: list[bool] = field(default_factory=list)
 
     def alive(self) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bench import engine_stats
+from bench import engine_stats, vllm_bench
 from bench.plan_runner import PlanRunner
 from bench.profiles import PROFILES
 from bench.vllm_bench import listening, run_items
@@ -68,6 +68,86 @@ def test_the_client_skips_what_would_start_after_its_deadline(
         ("skip", "a-r2"),
     ]
     assert events[-1]["reason"] == "deadline"
+
+
+class Clock:
+    """`time` for `bench.vllm_bench`: a run takes the seconds its argv says."""
+
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def run(self, args: argparse.Namespace) -> None:
+        self.now += args.seconds
+
+
+def _timed(
+    plan: list[dict[str, Any]],
+    stop_in: float,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> list[str]:
+    """The client's events for `plan` (each argv: the run's seconds), as `event tag`."""
+    clock = Clock()
+    monkeypatch.setattr(vllm_bench, "time", clock)
+    monkeypatch.setattr(engine_stats, "snapshot", lambda url: None)
+    parse = lambda argv: argparse.Namespace(seconds=float(argv[0]))  # noqa: E731
+    run_items(plan, clock.now + stop_in, parse, clock.run, {})
+    return [f"{e['event']} {e['tag']}" for e in _events(capsys.readouterr().out)]
+
+
+def test_the_client_skips_a_run_that_took_too_long_before_to_end_in_time(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a point's run took 20 s: with 15 s left the next one is skipped, a short point runs;
+    # once it has, its 2 s count rather than a `min_s` of 15, with 13 s left
+    plan = [
+        {"tag": "a-r1-long", "argv": ["20"], "point": "long", "min_s": 1},
+        {"tag": "a-r2-long", "argv": ["20"], "point": "long", "min_s": 1},
+        {"tag": "a-r2-short", "argv": ["2"], "point": "short", "min_s": 1},
+        {"tag": "a-r3-short", "argv": ["2"], "point": "short", "min_s": 15},
+    ]
+    assert _timed(plan, 35, monkeypatch, capsys) == [
+        "start a-r1-long",
+        "end a-r1-long",
+        "skip a-r2-long",
+        "start a-r2-short",
+        "end a-r2-short",
+        "start a-r3-short",
+        "end a-r3-short",
+    ]
+    # without the measured time the second long run would start with 15 s left (min_s 1)
+    unmeasured = [dict(item, point=item["tag"]) for item in plan]
+    assert "start a-r2-long" in _timed(unmeasured, 35, monkeypatch, capsys)
+
+
+def test_the_client_skips_a_round_whole_when_it_would_not_end_in_time(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # two servers' rounds of 10 s runs; 15 s are left as round 2 starts: neither runs
+    plan = [
+        {"tag": f"{name}-r{rnd}", "argv": ["10"], "point": "p", "min_s": 1, "pair": rnd}
+        for rnd, names in ((1, "ab"), (2, "ba"), (3, "ab"))
+        for name in names
+    ]
+    assert _timed(plan, 35, monkeypatch, capsys) == [
+        "start a-r1",
+        "end a-r1",
+        "start b-r1",
+        "end b-r1",
+        "skip b-r2",
+        "skip a-r2",
+        "skip a-r3",
+        "skip b-r3",
+    ]
+    # unpaired, b's second run would have started (and a's been skipped)
+    unpaired = [{k: v for k, v in item.items() if k != "pair"} for item in plan]
+    assert _timed(unpaired, 35, monkeypatch, capsys)[4:6] == ["start b-r2", "end b-r2"]
 
 
 class Recorder(PlanRunner):
@@ -127,3 +207,19 @@ def test_the_client_is_stopped_when_every_server_has_died(tmp_path: Path) -> Non
     runner._collect(events, runs, {"a-r1": a, "a-r2": a})
     assert "started" not in runs["a-r2"]
     assert events.qsize() == 1
+
+
+def test_a_plan_for_several_servers_marks_each_round_as_a_pair(tmp_path: Path) -> None:
+    runner = Recorder(tmp_path)
+    runner.args = argparse.Namespace(python="py", seed=0)
+    a, b = FakeServer("a", port=1), FakeServer("b", port=2)
+    entries: list[Any] = [(a, "a", 1), (b, "b", 1), (b, "b", 2), (a, "a", 2)]
+    plan, runs, owners = runner.plan_of(entries, "m")
+    points = len(runner.profile.points())
+    assert [item["pair"] for item in plan] == [1] * 2 * points + [2] * 2 * points
+    assert all(item["tag"].endswith(item["point"]) for item in plan)  # "...-128x64-c8"
+    assert list(runs) == [item["tag"] for item in plan]
+    assert [owners[item["tag"]] for item in plan[::points]] == [a, b, b, a]
+    alone, _, _ = runner.plan_of(entries[:1], "m")  # one server: no rounds to keep whole
+    assert [item["tag"] for item in alone] == [item["tag"] for item in plan[:points]]
+    assert not any("pair" in item for item in alone)
