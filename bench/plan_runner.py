@@ -23,6 +23,7 @@ from typing import Any
 
 from bench.client import build_plan, follow, on_end, on_start
 from bench.profiles import ROOT, Profile
+from bench.report_data import skipped_text
 from bench.servers import ServerProcess
 
 Entry = tuple[ServerProcess, str, int]  # a server, its name, the round
@@ -93,6 +94,9 @@ class PlanRunner:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(10)
                 reader.join(10)
+        late = [tag for tag, run in runs.items() if run.get("error") == "skipped: deadline"]
+        if late:
+            self.log(f"deadline: {len(late)} runs skipped: {skipped_text(late)}")
         for tag, run in runs.items():
             if "metrics" not in run and "error" not in run:
                 run["error"] = "not run (deadline or client failure)"
@@ -159,7 +163,10 @@ class PlanRunner:
                 wait_s = prof.run_timeout_s
             elif event["event"] == "skip":
                 run["error"] = "skipped: " + event.get("reason", "")
-                self.skip(tag, f"{tag}: skipped ({event.get('reason')})")
+                if event.get("reason") == "deadline":  # logged together by run_plans
+                    self.data.setdefault("skipped", []).append(tag)
+                else:
+                    self.skip(tag, f"{tag}: skipped ({event.get('reason')})")
                 self.data[key].append(run)
             elif event["event"] == "end":
                 server.set_under_load(False)

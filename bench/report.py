@@ -25,6 +25,7 @@ from bench.report_data import (
     prompt_token_gap,
     ratio,
     runs_by_key,
+    skipped_text,
     summarize,
 )
 from bench.report_first_text import first_text_section
@@ -148,7 +149,7 @@ def render(data: dict[str, Any], hardware: str, plots: list[str], json_name: str
         f"{_load_span([r.get('loadavg_after', []) for r in data['runs']])} (after)"
     )
     if data.get("skipped"):
-        add(f"- Skipped (deadline or failure): {', '.join(data['skipped'])}")
+        add(f"- Skipped (deadline or failure): {skipped_text(data['skipped'])}")
     for note in data.get("notes", []):
         add(f"- Note: {note}")
     add("")

@@ -4,6 +4,7 @@ memory and CPU per token per session."""
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -263,3 +264,29 @@ def prompt_token_gap(data: dict[str, Any]) -> str | None:
         return None
     lo, hi = min(gaps), max(gaps)
     return f"{lo:+.1f}" if abs(hi - lo) < 0.05 else f"{lo:+.1f} to {hi:+.1f}"
+
+
+def skipped_text(tags: Sequence[str]) -> str:
+    """The skipped sessions and runs, each server's point once with its rounds: a deadline
+    that cut `--rounds 30` after eight skips 22 rounds of every point, listed as
+    `vllm-1024x128-c64 (rounds 9-30)`; other tags as they are."""
+    rounds: dict[str, list[int]] = {}
+    for tag in tags:
+        m = re.fullmatch(r"(.+?)-r(\d+)-(.+)", tag)
+        key = f"{m[1]}-{m[3]}" if m else tag
+        rounds.setdefault(key, []).extend([int(m[2])] if m else [])
+    return ", ".join(
+        f"{key} (round{'s' if len(set(rnds)) > 1 else ''} {_spans(rnds)})" if rnds else key
+        for key, rnds in rounds.items()
+    )
+
+
+def _spans(numbers: list[int]) -> str:
+    """`[9, 10, 11, 14]` as `9-11, 14`."""
+    spans: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)

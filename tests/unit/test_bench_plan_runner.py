@@ -223,3 +223,20 @@ def test_a_plan_for_several_servers_marks_each_round_as_a_pair(tmp_path: Path) -
     alone, _, _ = runner.plan_of(entries[:1], "m")  # one server: no rounds to keep whole
     assert [item["tag"] for item in alone] == [item["tag"] for item in plan[:points]]
     assert not any("pair" in item for item in alone)
+
+
+def test_runs_skipped_for_the_deadline_are_recorded_without_a_line_each(tmp_path: Path) -> None:
+    a = FakeServer("a")
+    events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    for tag in ("a-r2", "a-r3"):
+        events.put({"event": "skip", "tag": tag, "reason": "deadline"})
+    events.put({"event": "skip", "tag": "a-r4", "reason": "nothing listens at ..."})
+    events.put(None)
+    runner = Recorder(tmp_path)
+    runs = {t: dict(RUN) for t in ("a-r2", "a-r3", "a-r4")}
+    runner._collect(events, runs, dict.fromkeys(runs, a))
+    assert runner.data["skipped"] == ["a-r2", "a-r3", "a-r4"]
+    assert [r["error"] for r in runner.data["runs"]] == ["skipped: deadline"] * 2 + [
+        "skipped: nothing listens at ..."
+    ]
+    assert runner.lines == ["a-r4: skipped (nothing listens at ...)"]  # run_plans sums up the rest

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import render, write_report
-from bench.report_data import as_gateway, cpu_per_token, load
+from bench.report_data import as_gateway, cpu_per_token, load, skipped_text
 from bench.report_goals import bandwidth_table, goal_checks, verdict
 
 
@@ -238,3 +238,14 @@ def test_absolute_gpu_goals_are_judged_on_an_h200_only() -> None:
 
 def test_a_goal_not_judged_on_this_gpu_says_so() -> None:
     assert [verdict(m) for m in (True, False, None)] == ["yes", "**no**", "not judged here"]
+
+
+def test_skipped_runs_are_listed_once_per_server_and_point_with_their_rounds() -> None:
+    tags = [f"{name}-r{rnd}-1024x128-c{conc}" for rnd in range(9, 31)
+            for name in ("vllm", "gateway") for conc in (64, 256)]  # fmt: skip
+    tags += ["gwb#1", "vllm-pin-r2-128x64-c8", "vllm-pin-r4-128x64-c8", "gateway-r2-1024x128-c1"]
+    assert skipped_text(tags) == (
+        "vllm-1024x128-c64 (rounds 9-30), vllm-1024x128-c256 (rounds 9-30), "
+        "gateway-1024x128-c64 (rounds 9-30), gateway-1024x128-c256 (rounds 9-30), "
+        "gwb#1, vllm-pin-128x64-c8 (rounds 2, 4), gateway-1024x128-c1 (round 2)"
+    )
