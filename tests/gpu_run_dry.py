@@ -7,9 +7,12 @@ import subprocess
 from pathlib import Path
 
 
-def dry_gpu_run(tmp_path: Path, fake: str = "", **knobs: str | None) -> list[list[str]]:
+def dry_gpu_run(
+    tmp_path: Path, fake: str = "", rc: int = 0, **knobs: str | None
+) -> list[list[str]]:
     """gpu_run.sh in DRY_RUN with a fake python that records its arguments (then runs the
-    shell lines `fake`); its calls (a knob of None unsets that variable)."""
+    shell lines `fake`); its calls (a knob of None unsets that variable), once it has
+    exited with `rc`."""
     calls = tmp_path / "calls.txt"
     fake_python = tmp_path / "python"
     fake_python.write_text(f'#!/bin/sh\nprintf "%s|" "$@" >> {calls}\necho >> {calls}\n{fake}\n')
@@ -41,5 +44,5 @@ def dry_gpu_run(tmp_path: Path, fake: str = "", **knobs: str | None) -> list[lis
     done = subprocess.run(
         ["bash", "bench/gpu_run.sh"], cwd=root, env=env, capture_output=True, timeout=60
     )
-    assert done.returncode == 0, done.stdout.decode()[-2000:]
+    assert done.returncode == rc, done.stdout.decode()[-2000:]
     return [line.split("|") for line in calls.read_text().splitlines()]

@@ -214,3 +214,32 @@ def test_gpu_run_packs_the_front_end_memory_servers_logs(tmp_path: Path) -> None
     assert sorted(p.name for p in fem.iterdir()) == ["summary.json", "table.md"]
     with tarfile.open(tmp_path / "out" / "fem-logs.tar.gz") as packed:
         assert sorted(packed.getnames()) == sorted(names[:3])
+
+
+MODEL_FAKE = """case "$*" in
+  *tiny-model*) echo model-started >> {marks}; sleep 2; echo model-written >> {marks}; {end};;
+  -) echo imports >> {marks};;
+  *bench.run*) echo bench >> {marks};;
+esac"""
+
+
+def test_gpu_run_writes_the_model_while_it_checks_the_imports(tmp_path: Path) -> None:
+    """A missing model is written in the background as the imports are checked, and the
+    benchmark starts once it is; one that fails ends the call (6) and leaves no folder
+    for the next call to take as a model."""
+    marks, model = tmp_path / "marks.txt", tmp_path / "new-model"
+    fake = MODEL_FAKE.format(marks=marks, end=f"mkdir -p {model}; echo {{}} > {model}/config.json")
+    calls = dry_gpu_run(tmp_path, fake, MODEL_DIR=str(model), BENCH_ARGS="-x")
+    seen = marks.read_text().split()  # the imports checked before the model was written
+    assert sorted(seen[:2]) == ["imports", "model-started"]
+    assert seen[2:] == ["model-written", "bench"]
+    assert [c for c in calls if "tiny-model" in c] == [
+        ["-m", "app", "tiny-model", str(model), "--preset", "qwen3-0.6b", ""]
+    ]
+    marks.unlink()
+    (tmp_path / "failed").mkdir()
+    model = tmp_path / "failed-model"
+    fake = MODEL_FAKE.format(marks=marks, end=f"mkdir -p {model}; exit 1")
+    dry_gpu_run(tmp_path / "failed", fake, rc=6, MODEL_DIR=str(model), BENCH_ARGS="-x")
+    assert marks.read_text().split()[2:] == ["model-written"]  # and no benchmark
+    assert not model.exists()
