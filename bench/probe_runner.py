@@ -58,13 +58,19 @@ class ProbeRunner(PlanRunner):
             return
         input_len, out_len = prof.workloads[0]
         most = max(prompt_count(c) for c in prof.first_text_load)
-        if len(self._load_prompts) < most:
-            self._load_prompts = random_prompts(model, input_len, most, self.args.seed + 2)
         probes = record.setdefault("first_text_load", [])
-        for c in prof.first_text_load:
-            if self.remaining() < 60:
-                self.skip(f"{record['server']}#{record['round']}-load@{c}", "deadline: no probe")
-                continue
+        for n, c in enumerate(prof.first_text_load):
+            if self.remaining() < 60:  # this one and the rest: one line, no prompts made
+                late = prof.first_text_load[n:]
+                name = record["server"]
+                self.data.setdefault("skipped", []).extend(
+                    f"{name}#{record['round']}-load@{k}" for k in late
+                )
+                at = ", ".join(map(str, late))
+                self.log(f"deadline: no first-text load probe of {name} at c={at}")
+                return
+            if len(self._load_prompts) < most:
+                self._load_prompts = random_prompts(model, input_len, most, self.args.seed + 2)
             spec = {
                 "port": server.port, "model": model, "out_len": out_len, "concurrency": c,
                 "prompts": self._load_prompts[: prompt_count(c)], "sampling": prof.sampling,

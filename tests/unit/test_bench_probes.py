@@ -165,3 +165,27 @@ def test_the_first_text_prompts_are_made_once_in_a_thread_while_servers_start(
     assert sent == [(1, ["p1", "p2"]), (2, ["p1", "p2"])]
     assert len(made) == 1 and made[0][0].startswith("first-text-prompts")
     assert made[0][1] == ("model", 128, FIRST_TEXT_REQUESTS, 8)
+
+
+def test_load_probes_past_the_deadline_are_skipped_in_one_line_without_prompts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past the deadline a server's load probes are noted skipped, each, in one log line,
+    and their prompts (a tokenizer to load) are not made."""
+
+    def no_prompts(*args: Any) -> list[str]:
+        raise AssertionError("prompts made for probes that will not run")
+
+    monkeypatch.setattr("bench.first_text.random_prompts", no_prompts)
+    lines: list[str] = []
+    runner = ProbeRunner()
+    runner.args = argparse.Namespace(seed=7)
+    runner.profile = dataclasses.replace(PROFILES["cpu"], first_text_load=(8, 32))
+    runner.data = {}
+    runner._load_prompts = []
+    monkeypatch.setattr(runner, "remaining", lambda: 30.0)
+    monkeypatch.setattr(runner, "log", lines.append)
+    server = types.SimpleNamespace(alive=lambda: True, port=1)
+    runner.load_probes(server, {"server": "gateway", "round": 2}, "model")  # type: ignore[arg-type]
+    assert runner.data["skipped"] == ["gateway#2-load@8", "gateway#2-load@32"]
+    assert lines == ["deadline: no first-text load probe of gateway at c=8, 32"]
