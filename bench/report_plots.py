@@ -1,4 +1,5 @@
-"""A report's plots: one PNG per workload, medians and rounds against concurrency."""
+"""A report's plots: one PNG per workload, medians and rounds against concurrency
+(`bench.report`); per point, each variant's runs (`bench.report_variants`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from bench.profiles import LABELS
 from bench.report_data import (
     METRICS,
+    median,
     runs_by_key,
 )
 
@@ -65,3 +67,43 @@ def tick_labels(variants: list[str]) -> list[str]:
     parts = [v.split(" --") for v in variants]
     shared = set.intersection(*(set(p[1:]) for p in parts)) if parts else set()
     return ["\n--".join([p[0], *(f for f in p[1:] if f not in shared)]) for p in parts]
+
+
+def variant_plot(rows: list[dict[str, Any]], path: Path) -> bool:
+    """`bench.report_variants`' plot. Per point, two panels: each run's output tokens/s
+    and vLLM's ITL per variant (dots, one column of them per session), the variant's
+    median as a bar."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report_variants: matplotlib missing, no plot", file=sys.stderr)
+        return False
+    points = list(dict.fromkeys(r["point"] for r in rows))
+    fig, axes = plt.subplots(len(points), 2, figsize=(10, 3.6 * len(points)), squeeze=False)
+    for (ax_tok, ax_itl), point in zip(axes, points, strict=True):
+        prow = [r for r in rows if r["point"] == point]
+        variants = list(dict.fromkeys(r["variant"] for r in prow))
+        for ax, key, title in (
+            (ax_tok, "output_throughput", "output tok/s"),
+            (ax_itl, "engine_itl_ms", "vLLM's inter-token latency, mean (ms)"),
+        ):
+            for x, variant in enumerate(variants):
+                sessions = [r[key] for r in prow if r["variant"] == variant]
+                values = [v for s in sessions for v in s if v is not None]
+                ax.bar(x, median(values) or 0, width=0.6, alpha=0.25, color=f"C{x}")
+                for j, s in enumerate(sessions):
+                    dx = (j - (len(sessions) - 1) / 2) * 0.12
+                    ax.scatter([x + dx] * len(s), s, s=14, color=f"C{x}")
+            ax.set_xticks(range(len(variants)))
+            ax.set_xticklabels(tick_labels(variants), fontsize=8)
+            ax.set_title(f"{point}: {title}")
+            ax.grid(alpha=0.3, axis="y")
+    fig.suptitle("bars: medians over runs; dots: runs, one column per session")
+    # room for the title above the first row's own titles (tight_layout leaves none)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return True

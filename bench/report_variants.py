@@ -5,8 +5,9 @@
 
 `bench.report` sets `vllm serve` against the gateway; here each server with its own extra
 flags (results.json's `server_args`) is a variant, each session a row, and each variant's
-medians per point are set against the first variant's (`--baseline` names another). Writes
-NAME.md, NAME.json (the rows and medians) and NAME.png (every run's output tokens/s and
+medians per point are set against the first variant's (`--baseline` names another, or
+its server), as are its runs round by round (`bench.report_pairs`). Writes
+NAME.md, NAME.json (the rows, medians and pairs) and NAME.png (every run's output tokens/s and
 vLLM's inter-token latency, per variant) into --docs-dir."""
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Any
 
 from bench.profiles import LABELS
 from bench.report_data import fmt, median, ratio
-from bench.report_plots import tick_labels
+from bench.report_pairs import file_runs, pair_ratios, pairs_section
+from bench.report_plots import variant_plot
 
 HEADER_KEYS = (
     "hardware", "started", "finished", "host", "model", "sampling", "engine_args", "env",
@@ -84,6 +86,7 @@ def session_rows(files: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]
                         "source": source,
                         "started": min(r.get("started") or "" for r in point_runs),
                         "variant": variant_label(data, session["server"]),
+                        "server": session["server"],
                         "point": point,
                         "ready_after_s": session.get("ready_after_s"),
                         "output_throughput": [m["output_throughput"] for m in metrics],
@@ -117,15 +120,17 @@ def _pooled(group: list[dict[str, Any]], key: str) -> list[Any]:
 
 def summarize(rows: list[dict[str, Any]], baseline: str | None = None) -> list[dict[str, Any]]:
     """Per point and variant: medians over every run (TTFT: of each run's p50), and
-    output tokens/s against the baseline variant's (default: the first variant seen at
-    that point)."""
+    output tokens/s against the baseline variant's (`baseline` names a variant or a
+    server; default: the first variant seen at that point)."""
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         groups[(row["point"], row["variant"])].append(row)
     out = []
     for point in dict.fromkeys(row["point"] for row in rows):
         variants = [v for p, v in groups if p == point]
-        base = baseline if baseline in variants else variants[0]
+        servers = {row["variant"]: row["server"] for row in rows if row["point"] == point}
+        named = [v for v in variants if baseline in (v, servers[v])]
+        base = named[0] if named else variants[0]
         tok = {v: _pooled(groups[(point, v)], "output_throughput") for v in variants}
         for variant in variants:
             group = groups[(point, variant)]
@@ -161,6 +166,7 @@ def _ms(values: list[float | None]) -> str:
 def render(
     rows: list[dict[str, Any]], summary: list[dict[str, Any]], hardware: str,
     sources: list[str], plot_name: str | None, json_name: str,
+    pairs: list[dict[str, Any]],
 ) -> str:  # fmt: skip
     lines = [
         f"# {hardware}: one server, different flags",
@@ -188,6 +194,7 @@ def render(
         )
     bases = sorted({s["baseline"] for s in summary})
     lines += ["", f"Baseline: `{'`, `'.join(bases)}`. Medians over every run of a variant.", ""]
+    lines += pairs_section(pairs)
     if plot_name:
         lines += [f"![runs per variant]({plot_name})", ""]
     lines += [
@@ -213,45 +220,6 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def plot(rows: list[dict[str, Any]], path: Path) -> bool:
-    """Per point, two panels: each run's output tokens/s and vLLM's ITL per variant (dots,
-    one column of them per session), the variant's median as a bar."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("report_variants: matplotlib missing, no plot", file=sys.stderr)
-        return False
-    points = list(dict.fromkeys(r["point"] for r in rows))
-    fig, axes = plt.subplots(len(points), 2, figsize=(10, 3.6 * len(points)), squeeze=False)
-    for (ax_tok, ax_itl), point in zip(axes, points, strict=True):
-        prow = [r for r in rows if r["point"] == point]
-        variants = list(dict.fromkeys(r["variant"] for r in prow))
-        for ax, key, title in (
-            (ax_tok, "output_throughput", "output tok/s"),
-            (ax_itl, "engine_itl_ms", "vLLM's inter-token latency, mean (ms)"),
-        ):
-            for x, variant in enumerate(variants):
-                sessions = [r[key] for r in prow if r["variant"] == variant]
-                values = [v for s in sessions for v in s if v is not None]
-                ax.bar(x, median(values) or 0, width=0.6, alpha=0.25, color=f"C{x}")
-                for j, s in enumerate(sessions):
-                    dx = (j - (len(sessions) - 1) / 2) * 0.12
-                    ax.scatter([x + dx] * len(s), s, s=14, color=f"C{x}")
-            ax.set_xticks(range(len(variants)))
-            ax.set_xticklabels(tick_labels(variants), fontsize=8)
-            ax.set_title(f"{point}: {title}")
-            ax.grid(alpha=0.3, axis="y")
-    fig.suptitle("bars: medians over runs; dots: runs, one column per session")
-    # room for the title above the first row's own titles (tight_layout leaves none)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.4 / fig.get_figheight()))
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return True
-
-
 def write_report(
     paths: list[Path], docs_dir: Path, hardware: str, baseline: str | None = None
 ) -> Path:
@@ -260,17 +228,20 @@ def write_report(
     if not rows:
         raise SystemExit("report_variants: no runs with results in those files")
     summary = summarize(rows, baseline)
+    bases = {s["point"]: s["baseline"] for s in summary}
+    pairs = pair_ratios(file_runs(files, variant_label), bases)
     docs_dir.mkdir(parents=True, exist_ok=True)
     json_name = f"{hardware}.json"
     sources = [f for f, _ in files]
     # what bench.report's JSON keeps too: how each file's runs were made
     made = {f: {k: data.get(k) for k in HEADER_KEYS} for f, data in files}
-    doc = {"sources": sources, "files": made, "summary": summary, "sessions": rows}
+    doc = {"sources": sources, "files": made, "summary": summary, "pairs": pairs, "sessions": rows}
     (docs_dir / json_name).write_text(json.dumps(doc, indent=1) + "\n")
     plot_name = f"{hardware}.png"
-    drawn = plot(rows, docs_dir / plot_name)
+    drawn = variant_plot(rows, docs_dir / plot_name)
     md = docs_dir / f"{hardware}.md"
-    md.write_text(render(rows, summary, hardware, sources, plot_name if drawn else None, json_name))
+    plot_file = plot_name if drawn else None
+    md.write_text(render(rows, summary, hardware, sources, plot_file, json_name, pairs))
     return md
 
 
