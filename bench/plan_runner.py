@@ -46,10 +46,11 @@ class PlanRunner:
     def log(self, msg: str) -> None:
         raise NotImplementedError
 
-    def skip(self, tag: str, why: str) -> None:
-        """Note a session or run that did not take place (the report lists them)."""
+    def skip(self, tag: str | list[str], why: str) -> None:
+        """Note a session or run that did not take place, or several in one line (the
+        report lists them)."""
         self.log(why)
-        self.data.setdefault("skipped", []).append(tag)
+        self.data.setdefault("skipped", []).extend([tag] if isinstance(tag, str) else tag)
 
     def run_plan(
         self, server: ServerProcess, name: str, rnd: int, model: str, pinned: bool = False

@@ -63,11 +63,9 @@ class ProbeRunner(PlanRunner):
             if self.remaining() < 60:  # this one and the rest: one line, no prompts made
                 late = prof.first_text_load[n:]
                 name = record["server"]
-                self.data.setdefault("skipped", []).extend(
-                    f"{name}#{record['round']}-load@{k}" for k in late
-                )
                 at = ", ".join(map(str, late))
-                self.log(f"deadline: no first-text load probe of {name} at c={at}")
+                tags = [f"{name}#{record['round']}-load@{k}" for k in late]
+                self.skip(tags, f"deadline: no first-text load probe of {name} at c={at}")
                 return
             if len(self._load_prompts) < most:
                 self._load_prompts = random_prompts(model, input_len, most, self.args.seed + 2)
