@@ -6,17 +6,22 @@ default is a value (`stream: bool = False`) would refuse that null with "Input s
 a valid boolean"; here a null for such a field is dropped before validation, so the
 field takes its default (and stays out of `model_fields_set`, as if it were not sent).
 A required field (no default) still refuses null.
+
+A number field also refuses NaN and the infinities (which JSON parsers here accept as
+`NaN`, `Infinity`): "Input should be a finite number" rather than a bound it misses.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 
 
 class WireModel(BaseModel):
     """A request body (or part of one) in which `null` stands for the field's default."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod

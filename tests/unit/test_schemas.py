@@ -130,3 +130,35 @@ def test_null_for_a_required_field_is_still_refused() -> None:
 def test_a_wrong_type_is_still_refused() -> None:
     with pytest.raises(ValidationError):
         ChatCompletionRequest.model_validate({"messages": HI, "stream": "sometimes"})
+
+
+@pytest.mark.parametrize(
+    ("model", "body", "loc"),
+    [
+        (
+            ChatCompletionRequest,
+            '{"messages": [{"role": "user", "content": "x"}], "temperature": NaN}',
+            ("temperature",),
+        ),
+        (
+            ChatCompletionRequest,
+            '{"messages": [{"role": "user", "content": "x"}], "logit_bias": {"1": NaN}}',
+            ("logit_bias", "1"),
+        ),
+        (
+            ChatCompletionRequest,
+            '{"messages": [{"role": "user", "content": "x"}], "presence_penalty": -Infinity}',
+            ("presence_penalty",),
+        ),
+        (CompletionRequest, '{"prompt": "x", "top_p": NaN}', ("top_p",)),
+    ],
+)
+def test_nan_and_infinity_are_refused_as_not_finite(
+    model: type[BaseModel], body: str, loc: tuple[str, ...]
+) -> None:
+    """JSON's `NaN` parses; it is refused as not finite, not as past a bound it misses."""
+    with pytest.raises(ValidationError) as caught:
+        model.model_validate_json(body)
+    error = caught.value.errors()[0]
+    assert error["loc"] == loc
+    assert error["msg"] == "Input should be a finite number"
