@@ -20,6 +20,9 @@ def engine_failure(exc: BaseException) -> GatewayError:
             headers={"Retry-After": "5"},
         )
     if name in ("VLLMValidationError", "ValueError"):
+        param = getattr(exc, "parameter", None)  # VLLMValidationError names the field
+        if isinstance(param, str) and exc.args:
+            return GatewayError(f"The engine rejected the request: {exc.args[0]}", param=param)
         return GatewayError(f"The engine rejected the request: {exc}")
     cause = exc.__cause__
     if isinstance(cause, (ValueError, TypeError, OverflowError)):

@@ -122,6 +122,19 @@ def test_engine_failures_map_to_statuses() -> None:
     assert engine_failure(RuntimeError("x")).status == 500
 
 
+def test_an_engine_validation_error_names_its_parameter() -> None:
+    from app.engine_errors import engine_failure
+
+    exceptions = pytest.importorskip("vllm.exceptions")
+    error = exceptions.VLLMValidationError
+    named = engine_failure(error("too many stop strings", parameter="stop", value=5))
+    assert (named.status, named.param) == (400, "stop")
+    assert named.message == "The engine rejected the request: too many stop strings"
+    plain = engine_failure(error("Grammar error: Invalid type: nope"))
+    assert (plain.status, plain.param) == (400, None)
+    assert plain.message == "The engine rejected the request: Grammar error: Invalid type: nope"
+
+
 def test_a_cut_stream_ends_with_one_error_frame() -> None:
     import json
 
