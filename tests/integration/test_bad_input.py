@@ -110,6 +110,20 @@ def test_bad_input(
         validate_schema("ErrorResponse", body)
 
 
+def test_nan_is_refused_as_not_finite(gateway: LiveGateway) -> None:
+    """JSON's `NaN` parses; the error says it is not finite, not that it misses a bound."""
+    r = httpx.post(
+        gateway.v1 + "/chat/completions",
+        content=b'{"messages": [{"role": "user", "content": "hi"}], "temperature": NaN}',
+        headers={"content-type": "application/json"},
+        timeout=60,
+    )
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert (error["param"], error["code"]) == ("temperature", "invalid_request")
+    assert error["message"] == "Invalid request: temperature: Input should be a finite number"
+
+
 def test_context_length_message_names_both_numbers(gateway: LiveGateway) -> None:
     r = httpx.post(gateway.v1 + "/chat/completions", json={"messages": HI, "max_tokens": 4000})
     message = r.json()["error"]["message"]
