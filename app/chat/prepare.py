@@ -156,4 +156,5 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
         active=gateway.lifecycle.active,
         arrival_time=arrival,
         copies=copies(request.n, params),
+        constraint_param=constraint.param if constraint is not None else None,
     )

@@ -12,7 +12,7 @@ from app.chat import wire
 from app.chat.budget import budgeted
 from app.chat.prompt import Prompt
 from app.engine import Engine
-from app.engine_errors import ABORTED, engine_failure, error_frame
+from app.engine_errors import ABORTED, as_gateway_error, engine_failure, error_frame
 from app.errors import GatewayError
 from app.greedy_n import fan_out
 from app.reasoning import ReasoningStream, split_reasoning
@@ -49,6 +49,7 @@ class ChatJob:
     active: dict[str, Callable[[], object]] | None = None  # in-flight registry (for drain)
     arrival_time: float | None = None  # time.time() when the request arrived (vLLM's timings)
     copies: int = 1  # choices per engine sequence (n > 1 with greedy sampling: app.greedy_n)
+    constraint_param: str | None = None  # the field the output constraint came from
 
 
 def _split(text: str, mode: ReasoningMode) -> tuple[str | None, str]:
@@ -155,7 +156,7 @@ async def complete(engine: Engine, job: ChatJob) -> dict[str, Any]:
     except GatewayError:
         raise
     except Exception as exc:
-        raise engine_failure(exc) from exc
+        raise engine_failure(exc, job.constraint_param) from exc
     finally:
         await steps.aclose()  # type: ignore[attr-defined]
     if not choices:
@@ -261,7 +262,9 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncGenerator[bytes, None]:
         if job.include_usage:
             tail = writer.usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
     except Exception as exc:
-        tail = error_frame(exc)
+        if not choices:  # refused before any output: app.routes.respond answers with its status
+            raise as_gateway_error(exc, job.constraint_param) from exc
+        tail = error_frame(exc, job.constraint_param)
     finally:
         record_usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
         await steps.aclose()  # type: ignore[attr-defined]

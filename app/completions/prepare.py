@@ -26,7 +26,7 @@ from app.greedy_n import copies
 from app.schemas.chat import continuous_usage, include_usage
 from app.schemas.completions import CompletionRequest
 from app.state import Gateway
-from app.structured import requested_constraint
+from app.structured import Constraint, requested_constraint
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,7 @@ class CompletionJob:
     continuous_usage: bool = False  # usage in every chunk (vLLM's continuous_usage_stats)
     active: dict[str, Callable[[], object]] | None = None  # in-flight registry (for drain)
     arrival_time: float | None = None  # time.time() when the request arrived (vLLM's timings)
+    constraint_param: str | None = None  # the field the output constraint came from
 
 
 def new_completion_id(request_id: str | None = None) -> str:
@@ -155,6 +156,7 @@ def build_params(
     defaults: dict[str, Any],
     echo_only: bool,
     vocab: int | None = None,
+    constraint: Constraint | None = None,
 ) -> Any:
     from vllm.sampling_params import RequestOutputKind
 
@@ -182,7 +184,7 @@ def build_params(
             value = defaults.get(name)
         if value is not None:
             kwargs[name] = value
-    return new_sampling_params(kwargs, requested_constraint(request))
+    return new_sampling_params(kwargs, constraint)
 
 
 async def prepare_completion(
@@ -202,7 +204,10 @@ async def prepare_completion(
     max_tokens = 16 if body.max_tokens is None else body.max_tokens
     echo_only = body.echo and max_tokens == 0
     check_length(prompts, max(max_tokens, 1), engine.info.max_model_len)
-    params = build_params(body, max_tokens, defaults, echo_only, vocab_size(engine.tokenizer))
+    constraint = requested_constraint(body)
+    params = build_params(
+        body, max_tokens, defaults, echo_only, vocab_size(engine.tokenizer), constraint
+    )
     record_mark("prompt")
     return CompletionJob(
         request_id=request_id,
@@ -219,4 +224,5 @@ async def prepare_completion(
         continuous_usage=continuous_usage(body.stream_options),
         active=gateway.lifecycle.active,
         arrival_time=arrival,
+        constraint_param=constraint.param if constraint is not None else None,
     )

@@ -18,7 +18,7 @@ from app.chat.wire import FrameGroups
 from app.completions import wire
 from app.completions.prepare import CompletionJob
 from app.engine import Engine
-from app.engine_errors import ABORTED, engine_failure, error_frame
+from app.engine_errors import ABORTED, as_gateway_error, engine_failure, error_frame
 from app.errors import GatewayError
 from app.greedy_n import fan_out
 from app.token_bytes import TokenTexts
@@ -159,7 +159,7 @@ async def complete(engine: Engine, job: CompletionJob) -> dict[str, Any]:
     except GatewayError:
         raise
     except Exception as exc:
-        raise engine_failure(exc) from exc
+        raise engine_failure(exc, job.constraint_param) from exc
     finally:
         await pieces.aclose()
     body = [
@@ -197,7 +197,9 @@ async def stream(engine: Engine, job: CompletionJob) -> AsyncGenerator[bytes, No
         if job.include_usage:
             tail = wire.chunk(job.request_id, job.created, job.model, [], _usage(job, choices))
     except Exception as exc:
-        tail = error_frame(exc)
+        if not choices:  # refused before any output: app.routes.respond answers with its status
+            raise as_gateway_error(exc, job.constraint_param) from exc
+        tail = error_frame(exc, job.constraint_param)
     finally:
         usage = _usage(job, choices)
         record_usage(usage["prompt_tokens"], usage["completion_tokens"])

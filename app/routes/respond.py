@@ -23,6 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from app.chat.wire import DONE_FRAME
+from app.errors import GatewayError
 from app.observe import WIRE_SEND
 
 logger = logging.getLogger(__name__)
@@ -64,9 +65,19 @@ async def unless_disconnected(request: Request, work: Awaitable[T]) -> T:
 async def streamed(frames: AsyncGenerator[bytes, None]) -> StreamingResponse:
     """The SSE response for `frames`, already under way: when this returns, the task that
     makes and writes the frames (`_Pump`) has run up to its first wait (for a stream, the
-    engine's first output), so the engine request is in."""
+    engine's first output), so the engine request is in.
+
+    `frames` raises a GatewayError where the request is refused before its first frame
+    (vLLM checks a request as it takes it in, in that same loop turn): the error is then
+    raised here, and the client gets its status (400 for a grammar vLLM refused, 503 for
+    a stopped engine) and the error body, as OpenAI's API answers, not a 200 stream
+    holding only an error. One refused later, the response under way, ends its stream
+    with the error frame and `[DONE]`."""
     pump = _Pump(frames)
     await asyncio.sleep(0)  # one loop turn: the task runs up to its first wait
+    if pump.refused is not None:
+        await pump.settle()
+        raise pump.refused
     return _PrimedStream(pump)
 
 
@@ -81,6 +92,7 @@ class _Pump:
     def __init__(self, frames: AsyncGenerator[bytes, None]) -> None:
         self.frames = frames
         self.writers: asyncio.Future[tuple[Send, Send]] = asyncio.get_running_loop().create_future()
+        self.refused: GatewayError | None = None  # what `frames` raised before its first
         self.task = asyncio.ensure_future(self._run())
 
     def start(self, first: Send, later: Send) -> None:
@@ -88,7 +100,11 @@ class _Pump:
         self.writers.set_result((first, later))
 
     async def _run(self) -> None:
-        frame = await anext(self.frames, None)
+        try:
+            frame = await anext(self.frames, None)
+        except GatewayError as exc:
+            self.refused = exc
+            frame = b"data: " + exc.to_bytes() + b"\n\n" + DONE_FRAME
         out, later = await self.writers
         ended = False
         while frame is not None:

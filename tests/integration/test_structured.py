@@ -194,3 +194,54 @@ def test_bad_constraints_are_400(gateway: LiveGateway, payload: dict[str, Any], 
     assert r.status_code == 400
     validate_schema("ErrorResponse", r.json())
     assert r.json()["error"]["param"] == param
+
+
+REFUSED_BY_THE_ENGINE = [
+    (
+        "/chat/completions",
+        {
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "x", "schema": {"type": "nope"}},
+            }
+        },
+        "response_format",
+    ),
+    ("/chat/completions", {"guided_regex": "(("}, "guided_regex"),
+    ("/completions", {"structured_outputs": {"grammar": "root ::= foo"}}, "structured_outputs"),
+]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(("route", "payload", "param"), REFUSED_BY_THE_ENGINE)
+def test_a_grammar_the_engine_refuses_is_a_400_naming_its_field(
+    gateway: LiveGateway, route: str, payload: dict[str, Any], param: str, stream: bool
+) -> None:
+    """Constraints the gateway passes on that vLLM's grammar backend refuses: a 400 whose
+    `param` is the request field, streamed or not (refused before any output, a stream
+    answers with the status too, not a 200 holding only an error frame)."""
+    prompt = {"messages": ASK} if route == "/chat/completions" else {"prompt": "A person:"}
+    body = {"model": gateway.model, "max_tokens": 5, "stream": stream, **prompt, **payload}
+    r = httpx.post(gateway.v1 + route, json=body, timeout=30)
+    assert r.status_code == 400, r.text
+    assert r.headers["content-type"] == "application/json"
+    validate_schema("ErrorResponse", r.json())
+    error = r.json()["error"]
+    assert (error["param"], error["code"]) == (param, "invalid_request")
+    assert error["message"].startswith("The engine rejected the request: ")
+
+
+def test_the_sdk_sees_a_refused_streamed_grammar_as_bad_request(
+    client: openai.OpenAI, gateway: LiveGateway
+) -> None:
+    schema = {"name": "x", "schema": {"type": "nope"}}
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model=gateway.model,
+            messages=ASK,  # type: ignore[arg-type]
+            max_tokens=5,
+            stream=True,
+            response_format={"type": "json_schema", "json_schema": schema},  # type: ignore[typeddict-item]
+        )
+    assert caught.value.status_code == 400
+    assert caught.value.param == "response_format"  # type: ignore[attr-defined]

@@ -4,6 +4,7 @@ is set up, and however the response ends, the stream's own cleanup runs."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from starlette.requests import ClientDisconnect
 
 from app.chat.wire import DONE_FRAME
+from app.errors import GatewayError
 from app.observe import WIRE_SEND
 from app.routes.respond import streamed
 
@@ -235,6 +237,49 @@ async def test_a_failing_first_frame_raises_to_the_server() -> None:
     response = await streamed(failing())
     with pytest.raises(RuntimeError, match="engine gone"):
         await asyncio.wait_for(response(_scope("2.4"), _never, send), 5)
+
+
+async def test_a_stream_refused_before_its_first_frame_raises_its_error() -> None:
+    """A GatewayError before the first frame, in the loop turn the request goes in (vLLM
+    refusing a grammar): `streamed` raises it, so the client gets its status and body,
+    and the stream is closed."""
+    events: list[str] = []
+
+    async def refused() -> AsyncGenerator[bytes, None]:
+        try:
+            raise GatewayError("bad grammar", param="response_format")
+            yield b""  # pragma: no cover
+        finally:
+            events.append("closed")
+
+    with pytest.raises(GatewayError, match="bad grammar") as caught:
+        await streamed(refused())
+    assert (caught.value.status, caught.value.param) == (400, "response_format")
+    assert events == ["closed"]
+
+
+async def test_a_stream_refused_once_under_way_ends_with_the_error_frame() -> None:
+    """Refused after the response started (a later loop turn): the error frame and
+    `[DONE]`, the body's end in the same message, under a 200 already sent."""
+
+    async def refused_later() -> AsyncGenerator[bytes, None]:
+        await asyncio.sleep(0.01)
+        raise GatewayError("engine stopped", status=503)
+        yield b""  # pragma: no cover
+
+    response = await streamed(refused_later())
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await asyncio.wait_for(response(_scope("2.4"), _never, send), 5)
+    assert sent[0]["status"] == 200
+    (body,) = sent[1:]
+    assert body["more_body"] is False
+    assert body["body"].endswith(b"\n\n" + DONE_FRAME)
+    error = json.loads(body["body"][len(b"data: ") : -len(b"\n\n" + DONE_FRAME)])
+    assert error["error"]["message"] == "engine stopped"
 
 
 async def _sent(frames: list[bytes], state: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -135,6 +135,36 @@ def test_an_engine_validation_error_names_its_parameter() -> None:
     assert plain.message == "The engine rejected the request: Grammar error: Invalid type: nope"
 
 
+def _raised_in(module: str, function: str, exc: Exception) -> Exception:
+    """`exc` as raised by `function` of `module` (where vLLM checks grammars)."""
+    namespace: dict[str, Any] = {"__name__": module, "exc": exc}
+    exec(f"def {function}():\n    raise exc", namespace)  # a module of that name, in a test
+    try:
+        namespace[function]()
+    except Exception as raised:
+        return raised
+    raise AssertionError("not raised")  # pragma: no cover
+
+
+def test_a_grammar_the_engine_refused_names_the_constraint_field() -> None:
+    """vLLM's grammar checks raise without a parameter (ValueError in 0.26,
+    VLLMValidationError later): raised there, the error names the field the request's
+    constraint came from; raised anywhere else, none."""
+    from app.engine_errors import engine_failure
+
+    for module, function in (
+        ("vllm.v1.structured_output.backend_guidance", "validate_guidance_grammar"),
+        ("vllm.sampling_params", "_validate_structured_outputs"),
+    ):
+        refused = _raised_in(module, function, ValueError("Grammar error: Invalid type: nope"))
+        error = engine_failure(refused, "response_format")
+        assert (error.status, error.param) == (400, "response_format"), module
+        assert error.message == "The engine rejected the request: Grammar error: Invalid type: nope"
+        assert engine_failure(refused).param is None  # a request without a constraint
+    elsewhere = _raised_in("vllm.v1.engine.input_processor", "_validate_params", ValueError("x"))
+    assert engine_failure(elsewhere, "response_format").param is None
+
+
 def test_a_cut_stream_ends_with_one_error_frame() -> None:
     import json
 
