@@ -23,6 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from app.chat.wire import DONE_FRAME
+from app.engine_errors import error_frame
 from app.errors import GatewayError
 from app.observe import WIRE_SEND
 
@@ -104,7 +105,7 @@ class _Pump:
             frame = await anext(self.frames, None)
         except GatewayError as exc:
             self.refused = exc
-            frame = b"data: " + exc.to_bytes() + b"\n\n" + DONE_FRAME
+            frame = error_frame(exc) + DONE_FRAME
         out, later = await self.writers
         ended = False
         while frame is not None:

@@ -4,47 +4,14 @@ is set up, and however the response ends, the stream's own cleanup runs."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
 from starlette.requests import ClientDisconnect
 
-from app.chat.wire import DONE_FRAME
-from app.errors import GatewayError
-from app.observe import WIRE_SEND
 from app.routes.respond import streamed
-
-
-class Source:
-    """A stand-in for an engine stream: records when its work starts and ends."""
-
-    def __init__(self, frames: list[bytes]) -> None:
-        self.frames = frames
-        self.events: list[str] = []
-        self.release = asyncio.Event()  # the "engine's first output"
-
-    async def stream(self) -> AsyncGenerator[bytes, None]:
-        self.events.append("submitted")
-        try:
-            await self.release.wait()
-            for frame in self.frames:
-                yield frame
-        except asyncio.CancelledError:
-            self.events.append("cancelled")
-            raise
-        finally:
-            self.events.append("closed")
-
-
-async def _never() -> dict[str, Any]:  # pragma: no cover - ASGI 2.4 does not listen
-    await asyncio.Event().wait()
-    return {}
-
-
-def _scope(version: str, state: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"type": "http", "asgi": {"spec_version": version}, "state": state or {}}
+from tests.unit.respond_fakes import Source, asgi_scope, never
 
 
 async def test_the_first_frame_is_under_way_before_the_response_exists() -> None:
@@ -58,7 +25,7 @@ async def test_the_first_frame_is_under_way_before_the_response_exists() -> None
         sent.append(message)
 
     source.release.set()
-    await asyncio.wait_for(response(_scope("2.4"), _never, send), 5)
+    await asyncio.wait_for(response(asgi_scope("2.4"), never, send), 5)
     assert [m.get("body") for m in sent[1:]] == [b"a", b"b", b""]
     assert source.events == ["submitted", "closed"]
 
@@ -74,7 +41,7 @@ async def test_the_first_frame_is_written_by_the_task_that_makes_it() -> None:
         if message.get("body"):
             sent.append(message["body"])
 
-    serving = asyncio.ensure_future(response(_scope("2.4"), _never, send))
+    serving = asyncio.ensure_future(response(asgi_scope("2.4"), never, send))
     await asyncio.sleep(0.01)  # the headers are out, the first frame's task waits
     source.release.set()
     await asyncio.sleep(0)  # one loop turn: only the woken task runs
@@ -96,7 +63,7 @@ async def test_a_client_gone_before_the_first_frame_cancels_the_work() -> None:
     async def send(message: dict[str, Any]) -> None:
         pass
 
-    serving = asyncio.ensure_future(response(_scope("2.3"), receive, send))
+    serving = asyncio.ensure_future(response(asgi_scope("2.3"), receive, send))
     await asyncio.sleep(0.01)
     gone.set()
     await asyncio.wait_for(serving, 5)
@@ -125,7 +92,7 @@ async def test_a_finished_stream_stops_listening_for_the_client() -> None:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    await asyncio.wait_for(response(_scope("2.3"), receive, send), 5)
+    await asyncio.wait_for(response(asgi_scope("2.3"), receive, send), 5)
     await asyncio.sleep(0)  # the listener's cancellation is delivered
     assert [m.get("body") for m in sent[1:]] == [b"a", b"b", b""]
     assert listening == ["listening", "stopped"]
@@ -149,7 +116,7 @@ async def test_a_failing_stream_raises_to_the_server_under_asgi_2_3() -> None:
 
     response = await streamed(failing())
     with pytest.raises(RuntimeError, match="engine gone"):
-        await asyncio.wait_for(response(_scope("2.3"), receive, send), 5)
+        await asyncio.wait_for(response(asgi_scope("2.3"), receive, send), 5)
 
 
 async def test_a_client_gone_after_the_first_frame_closes_the_stream() -> None:
@@ -165,7 +132,7 @@ async def test_a_client_gone_after_the_first_frame_closes_the_stream() -> None:
         sent.append(message.get("body", b""))
 
     with pytest.raises(ClientDisconnect):
-        await asyncio.wait_for(response(_scope("2.4"), _never, send), 5)
+        await asyncio.wait_for(response(asgi_scope("2.4"), never, send), 5)
     assert sent == [b"", b"a"]  # the headers' message, then the first frame
     assert source.events == ["submitted", "closed"]
 
@@ -219,120 +186,8 @@ async def test_an_empty_stream_ends_at_once() -> None:
         sent.append(message)
 
     response = await streamed(nothing())
-    await asyncio.wait_for(response(_scope("2.4"), _never, send), 5)
+    await asyncio.wait_for(response(asgi_scope("2.4"), never, send), 5)
     assert [(m["type"], m.get("more_body")) for m in sent] == [
         ("http.response.start", None),
         ("http.response.body", False),
-    ]
-
-
-async def test_a_failing_first_frame_raises_to_the_server() -> None:
-    async def failing() -> AsyncGenerator[bytes, None]:
-        raise RuntimeError("engine gone")
-        yield b""  # pragma: no cover
-
-    async def send(message: dict[str, Any]) -> None:
-        pass
-
-    response = await streamed(failing())
-    with pytest.raises(RuntimeError, match="engine gone"):
-        await asyncio.wait_for(response(_scope("2.4"), _never, send), 5)
-
-
-async def test_a_stream_refused_before_its_first_frame_raises_its_error() -> None:
-    """A GatewayError before the first frame, in the loop turn the request goes in (vLLM
-    refusing a grammar): `streamed` raises it, so the client gets its status and body,
-    and the stream is closed."""
-    events: list[str] = []
-
-    async def refused() -> AsyncGenerator[bytes, None]:
-        try:
-            raise GatewayError("bad grammar", param="response_format")
-            yield b""  # pragma: no cover
-        finally:
-            events.append("closed")
-
-    with pytest.raises(GatewayError, match="bad grammar") as caught:
-        await streamed(refused())
-    assert (caught.value.status, caught.value.param) == (400, "response_format")
-    assert events == ["closed"]
-
-
-async def test_a_stream_refused_once_under_way_ends_with_the_error_frame() -> None:
-    """Refused after the response started (a later loop turn): the error frame and
-    `[DONE]`, the body's end in the same message, under a 200 already sent."""
-
-    async def refused_later() -> AsyncGenerator[bytes, None]:
-        await asyncio.sleep(0.01)
-        raise GatewayError("engine stopped", status=503)
-        yield b""  # pragma: no cover
-
-    response = await streamed(refused_later())
-    sent: list[dict[str, Any]] = []
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await asyncio.wait_for(response(_scope("2.4"), _never, send), 5)
-    assert sent[0]["status"] == 200
-    (body,) = sent[1:]
-    assert body["more_body"] is False
-    assert body["body"].endswith(b"\n\n" + DONE_FRAME)
-    error = json.loads(body["body"][len(b"data: ") : -len(b"\n\n" + DONE_FRAME)])
-    assert error["error"]["message"] == "engine stopped"
-
-
-async def _sent(frames: list[bytes], state: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """The ASGI messages a primed stream of `frames` sends through `send` (ASGI 2.4: no
-    listener), the headers' first; `state` is the scope's."""
-    source = Source(frames)
-    source.release.set()
-    response = await streamed(source.stream())
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:  # pragma: no cover - 2.4 does not listen
-        await asyncio.Event().wait()
-        return {}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    scope = {"type": "http", "asgi": {"spec_version": "2.4"}, "state": state or {}}
-    await asyncio.wait_for(response(scope, receive, send), 5)
-    assert sent[0]["type"] == "http.response.start"
-    return sent[1:]
-
-
-async def test_the_done_frame_ends_the_body_in_the_same_message() -> None:
-    """`[DONE]` is a stream's last frame: it goes out with `more_body: False` (one write:
-    the frame and the chunked encoding's end), not followed by an empty message."""
-    end = b'data: {"usage": {}}\n\n' + DONE_FRAME
-    sent = await _sent([b"data: 1\n\n", b"data: 2\n\n", end])
-    assert [(m["body"], m["more_body"]) for m in sent] == [
-        (b"data: 1\n\n", True),
-        (b"data: 2\n\n", True),
-        (end, False),
-    ]
-
-
-async def test_a_stream_without_done_still_ends_with_an_empty_message() -> None:
-    sent = await _sent([b"data: 1\n\n"])
-    assert [(m["body"], m["more_body"]) for m in sent] == [(b"data: 1\n\n", True), (b"", False)]
-
-
-async def test_frames_after_the_first_go_past_the_inner_wrappers() -> None:
-    """With the observing middleware's own `send` in the scope (`WIRE_SEND`), the headers
-    and the first frame go through the wrapped `send` (status, first byte, response
-    started), every later frame straight to the outer one."""
-    outer: list[dict[str, Any]] = []
-
-    async def wire(message: dict[str, Any]) -> None:
-        outer.append(message)
-
-    frames = [b"data: 1\n\n", b"data: 2\n\n", DONE_FRAME]
-    wrapped = await _sent(frames, {WIRE_SEND: wire})
-    assert [(m["body"], m["more_body"]) for m in wrapped] == [(b"data: 1\n\n", True)]
-    assert [(m["body"], m["more_body"]) for m in outer] == [
-        (b"data: 2\n\n", True),
-        (DONE_FRAME, False),
     ]
