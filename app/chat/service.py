@@ -186,8 +186,14 @@ async def complete(engine: Engine, job: ChatJob) -> dict[str, Any]:
     )
 
 
-def _delta(choice: _Choice, mode: ReasoningMode, text: str, final: bool) -> dict[str, Any]:
-    """The delta for new text: reasoning, content and tool calls separated, role first."""
+def _delta(
+    choice: _Choice, mode: ReasoningMode, text: str, final: bool, framed: bool = False
+) -> dict[str, Any]:
+    """The delta for new text: reasoning, content and tool calls separated, role first.
+
+    `framed`: a frame goes out for this output whatever its text (it carries logprobs), so
+    a choice's first frame has the role even when its first token's text is held back (a
+    character split across tokens)."""
     delta: dict[str, Any] = {}
     if choice.parser is None:
         content = text
@@ -205,7 +211,7 @@ def _delta(choice: _Choice, mode: ReasoningMode, text: str, final: bool) -> dict
             more_c, more_calls = choice.tools.finish()
             content += more_c
             calls += more_calls
-    if not choice.sent_role and (reasoning or content or calls or final):
+    if not choice.sent_role and (reasoning or content or calls or final or framed):
         delta["role"] = "assistant"
         choice.sent_role = True
     if reasoning and mode.keep:
@@ -242,14 +248,14 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncGenerator[bytes, None]:
                     choice = choices[out.index] = _Choice(mode, texts, True, job.tool_calls)
                 choice.tokens += len(out.token_ids)
                 finish = wire.finish_reason(out.finish_reason)
-                delta = _delta(choice, mode, out.text, finish is not None)
-                if choice.tools is not None and choice.tools.called:
-                    finish = wire.finish_reason(finish, tool_called=True)
                 logprobs = None
                 if job.top_logprobs is not None and out.logprobs:
                     logprobs = wire.logprobs_content(
                         out.token_ids, out.logprobs, job.top_logprobs, choice.texts
                     )
+                delta = _delta(choice, mode, out.text, finish is not None, bool(logprobs))
+                if choice.tools is not None and choice.tools.called:
+                    finish = wire.finish_reason(finish, tool_called=True)
                 if delta or finish is not None or logprobs:
                     usage = None
                     if job.continuous_usage:

@@ -67,6 +67,22 @@ def test_streamed_chat_logprobs_bytes(gateway: LiveGateway) -> None:
     assert_joined([i for i in items if i["token"] != "<|im_end|>"], ANSWER)
 
 
+def test_streamed_chat_role_comes_first_when_the_first_text_is_held(gateway: LiveGateway) -> None:
+    """The first token ends inside "乎": its frame has logprobs but no text yet, and it is
+    the frame that carries the role (OpenAI's first chunk of a choice always does)."""
+    payload = chat_payload(gateway) | {"structured_outputs": {"choice": ["乎 café"]}}
+    chunks = sse_frames(gateway, "/chat/completions", payload)
+    first = chunks[0]["choices"][0]
+    held = bytes(first["logprobs"]["content"][0]["bytes"])
+    with pytest.raises(UnicodeDecodeError):
+        held.decode()  # the case under test: the first token's text is held back
+    assert first["delta"].get("role") == "assistant"
+    roles = [c["delta"].get("role") for chunk in chunks for c in chunk["choices"]]
+    assert roles.count("assistant") == 1, roles
+    content = "".join(c["delta"].get("content") or "" for ch in chunks for c in ch["choices"])
+    assert content == "乎 café"
+
+
 def assert_offsets(logprobs: dict[str, Any], text: str, cut: bool = True) -> None:
     tokens = logprobs["tokens"]
     assert "".join(tokens) == text
