@@ -135,8 +135,24 @@ def _loc_to_param(loc: tuple[Any, ...] | list[Any]) -> str | None:
     return out
 
 
-def validation_error(exc: RequestValidationError) -> GatewayError:
-    """Turn pydantic's error list into one readable 400."""
+def body_not_an_object(content_type: str | None) -> GatewayError:
+    """The 400 for a body FastAPI did not read as a JSON object, saying why: the media type
+    it came with (none, or curl -d's form type, are the usual slips), or another JSON value.
+    Only application/json is read: a browser may send the others cross-site unasked."""
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind == "application/json" or kind.endswith("+json"):
+        return GatewayError("The request body must be a JSON object ({...}), not another value.")
+    if not kind:
+        sent = "The request has no Content-Type"
+    else:
+        sent = f"The request body was sent as {kind}"
+        if kind == "application/x-www-form-urlencoded":
+            sent += " (what curl -d sends without -H 'Content-Type: application/json')"
+    return GatewayError(f"{sent}; send a JSON object with Content-Type: application/json.")
+
+
+def validation_error(exc: RequestValidationError, content_type: str | None = None) -> GatewayError:
+    """Turn pydantic's error list into one readable 400 (`content_type`: the request's)."""
     errors = exc.errors()
     if not errors:
         return GatewayError("Invalid request body.")
@@ -149,9 +165,7 @@ def validation_error(exc: RequestValidationError) -> GatewayError:
     if first.get("type") == "missing" and tuple(first.get("loc", ())) == ("body",):
         return GatewayError("The request body is empty; send a JSON object.", code="invalid_json")
     if tuple(first.get("loc", ())) == ("body",):
-        return GatewayError(
-            "The request body must be a JSON object sent with Content-Type: application/json.",
-        )
+        return body_not_an_object(content_type)
     errors = _furthest_branches(list(errors))
     param = _loc_to_param(errors[0].get("loc", ()))
     by_param: dict[str, list[str]] = {}  # a union's branches at one place: "A or B"
@@ -168,9 +182,9 @@ async def _gateway_error_handler(_: Request, exc: Exception) -> Response:
     return exc.response()
 
 
-async def _validation_handler(_: Request, exc: Exception) -> Response:
+async def _validation_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
-    return validation_error(exc).response()
+    return validation_error(exc, request.headers.get("content-type")).response()
 
 
 # OpenAI endpoints a client may try that this gateway does not serve, and what to use

@@ -75,6 +75,29 @@ def test_invalid_json_is_400(client: TestClient) -> None:
     assert assert_shape(r.json())["code"] == "invalid_json"
 
 
+@pytest.mark.parametrize(
+    ("headers", "content", "says"),
+    [
+        (
+            {"content-type": "application/x-www-form-urlencoded"},
+            b'{"count": 1}',
+            "sent as application/x-www-form-urlencoded (what curl -d sends without -H",
+        ),
+        ({"content-type": "text/plain; charset=utf-8"}, b'{"count": 1}', "sent as text/plain;"),
+        ({}, b'{"count": 1}', "The request has no Content-Type;"),
+        ({"content-type": "application/json"}, b"[1, 2]", "must be a JSON object ({...})"),
+    ],
+)
+def test_a_body_not_read_as_an_object_says_why(
+    client: TestClient, headers: dict[str, str], content: bytes, says: str
+) -> None:
+    r = client.post("/echo", content=content, headers=headers)
+    assert r.status_code == 400
+    error = assert_shape(r.json())
+    assert says in str(error["message"]), error
+    assert error["code"] == "invalid_request" and error["param"] is None
+
+
 def test_json_nested_too_deeply_is_invalid_json(client: TestClient) -> None:
     """FastAPI's own "There was an error parsing the body" (a RecursionError inside)."""
     deep = b'{"count": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
