@@ -11,6 +11,7 @@ from typing import Any
 
 from app.chat.normalize import clean_text, normalize
 from app.chat.prompt import render_text
+from app.chat.template_kwargs import LIFTED
 from app.chat.tools import plan_tools
 from app.errors import GatewayError
 from app.schemas.chat import ChatCompletionRequest
@@ -49,8 +50,8 @@ def _chat_ids(gateway: Gateway, body: TokenizeRequest) -> list[int]:
         tools=body.tools,
         chat_template_kwargs=body.chat_template_kwargs,
         enable_thinking=body.enable_thinking,
-        add_generation_prompt=body.add_generation_prompt,
-        continue_final_message=body.continue_final_message,
+        # only those sent: chat_template_kwargs may hold them too (app.chat.template_kwargs)
+        **{key: getattr(body, key) for key in LIFTED if key in body.model_fields_set},
     )
     normalized = normalize(request, gateway.defaults)
     tokenizer = gateway.engine.tokenizer

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.chat.template_kwargs import split_template_kwargs
 from app.chat.tools import forces_tool_call
 from app.errors import GatewayError
 from app.schemas.chat import ChatCompletionRequest, ChatMessage, TextPart
@@ -204,7 +205,7 @@ def normalize(request: ChatCompletionRequest, defaults: Defaults) -> Normalized:
         # A grammar starts at the first answer token: without an explicit ask, no <think>.
         thinking = False
         fired.append("constrained_thinking")
-    template_kwargs = dict(request.chat_template_kwargs or {})
+    template_kwargs, lifted_fields = split_template_kwargs(request)
     if thinking is not None:
         template_kwargs["enable_thinking"] = thinking
     effective_thinking = thinking if thinking is not None else True
@@ -213,6 +214,7 @@ def normalize(request: ChatCompletionRequest, defaults: Defaults) -> Normalized:
     if changed:
         fired.append("sampling_defaults")
     updates["messages"] = messages
+    updates.update(lifted_fields)
     return Normalized(
         request=request.model_copy(update=updates),
         thinking=effective_thinking,
