@@ -11,11 +11,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
 from app.errors import GatewayError
 from app.grammar import ToolSpec, tool_call_grammar
+from app.schema_types import JSON_TYPES, unknown_type
 from app.schemas.chat import ChatCompletionRequest, NamedToolChoice, Tool
 from app.structured import Constraint
 
@@ -37,6 +39,20 @@ def forces_tool_call(request: ChatCompletionRequest) -> bool:
 
 def _spec(tool: Tool) -> ToolSpec:
     return ToolSpec(tool.function.name, tool.function.parameters)
+
+
+def _check_types(tools: list[Tool], indices: Iterable[int]) -> None:
+    """400 for a type name JSON Schema lacks in the parameters a forced call must match."""
+    for i in indices:
+        found = unknown_type(tools[i].function.parameters)
+        if found is not None:
+            where, kind = found
+            param = f"tools[{i}].function.parameters"
+            raise GatewayError(
+                f"{param}{where} is {kind!r}, which is not a JSON Schema type (one of "
+                f"{', '.join(JSON_TYPES)}); the call's arguments are generated to match it.",
+                param=param,
+            )
 
 
 LEGACY_FIELDS = {
@@ -73,14 +89,16 @@ def plan_tools(request: ChatCompletionRequest) -> ToolPlan:
         return ToolPlan(template, parse=True)
     if isinstance(choice, NamedToolChoice):
         name = choice.function.name
-        chosen = [tool for tool in tools if tool.function.name == name]
+        chosen = [i for i, tool in enumerate(tools) if tool.function.name == name]
         if not chosen:
             raise GatewayError(
                 f"tool_choice names the function `{name}`, which is not in tools.",
                 param="tool_choice",
             )
-        grammar = tool_call_grammar([_spec(chosen[0])], max_calls=1)
+        _check_types(tools, chosen[:1])
+        grammar = tool_call_grammar([_spec(tools[chosen[0]])], max_calls=1)
     else:
+        _check_types(tools, range(len(tools)))
         calls = 1 if request.parallel_tool_calls is False else MAX_PARALLEL_CALLS
         grammar = tool_call_grammar([_spec(tool) for tool in tools], max_calls=calls)
     return ToolPlan(template, parse=True, constraint=Constraint("grammar", grammar, "tool_choice"))

@@ -193,6 +193,15 @@ def test_history_with_tool_calls_and_results_renders(gateway: LiveGateway) -> No
     assert resp.json()["usage"]["prompt_tokens"] == len(ids)
 
 
+STR_TYPED = {
+    "type": "function",
+    "function": {
+        "name": "w",
+        "parameters": {"type": "object", "properties": {"city": {"type": "str"}}},
+    },
+}
+
+
 @pytest.mark.parametrize(
     ("payload", "param"),
     [
@@ -202,6 +211,10 @@ def test_history_with_tool_calls_and_results_renders(gateway: LiveGateway) -> No
             "tool_choice",
         ),
         ({"tools": [{"type": "function", "function": {}}]}, None),
+        (  # a forced call's arguments would match any value (the grammar is lenient)
+            {"tools": [STR_TYPED], "tool_choice": "required", "stream": True},
+            "tools[0].function.parameters",
+        ),
     ],
 )
 def test_bad_tool_requests_are_400(
