@@ -4,8 +4,8 @@ the gateway decides itself.
 The tokenizer's `apply_chat_template` takes them as keyword arguments beside its own
 parameters, so a key that names one of those would clash with the gateway's (`tools`,
 `tokenize`: a TypeError) or change what is rendered or returned (`chat_template` swaps the
-model's template for the request's, whose loops the template sandbox lets run for
-minutes). Those are refused with a 400 that names the key. Two have a field of their own
+model's template for one the request wrote, run in the server; `return_dict`). Those are
+refused with a 400 that names the key. Two have a field of their own
 in the request (vLLM's `add_generation_prompt` and `continue_final_message`): a value
 here is taken as that field's where the field was not sent.
 """
