@@ -99,24 +99,21 @@ async def test_a_finished_stream_stops_listening_for_the_client() -> None:
     assert source.events == ["submitted", "closed"]
 
 
-async def test_a_failing_stream_raises_to_the_server_under_asgi_2_3() -> None:
-    """ASGI 2.3: a failure making a frame is the response's to raise, not lost with the
-    listening task."""
+@pytest.mark.parametrize("spec_version", ["2.3", "2.4"])
+async def test_a_failing_first_frame_raises_to_the_server(spec_version: str) -> None:
+    """A failure making the first frame is the response's to raise, not lost with the
+    listening task (ASGI 2.3) or the first frame's task (2.4)."""
 
     async def failing() -> AsyncGenerator[bytes, None]:
         raise RuntimeError("engine gone")
         yield b""  # pragma: no cover
-
-    async def receive() -> dict[str, Any]:
-        await asyncio.Event().wait()
-        return {}  # pragma: no cover
 
     async def send(message: dict[str, Any]) -> None:
         pass
 
     response = await streamed(failing())
     with pytest.raises(RuntimeError, match="engine gone"):
-        await asyncio.wait_for(response(asgi_scope("2.3"), receive, send), 5)
+        await asyncio.wait_for(response(asgi_scope(spec_version), never, send), 5)
 
 
 async def test_a_client_gone_after_the_first_frame_closes_the_stream() -> None:
@@ -149,8 +146,7 @@ async def test_a_client_gone_at_once_cancels_the_work() -> None:
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "asgi": {"spec_version": "2.3"}}
-    await asyncio.wait_for(response(scope, receive, send), 5)
+    await asyncio.wait_for(response(asgi_scope("2.3"), receive, send), 5)
     assert source.events == ["submitted", "cancelled", "closed"]
     assert not [m for m in sent if m.get("body")]  # no frame went out
 
@@ -162,16 +158,11 @@ async def test_a_client_gone_before_the_body_is_read_cancels_the_work() -> None:
     source = Source([b"a"])
     response = await streamed(source.stream())
 
-    async def receive() -> dict[str, Any]:  # pragma: no cover - 2.4 does not listen
-        await asyncio.Event().wait()
-        return {}
-
     async def send(message: dict[str, Any]) -> None:
         raise OSError("connection reset")
 
-    scope = {"type": "http", "asgi": {"spec_version": "2.4"}}
     with pytest.raises(ClientDisconnect):
-        await asyncio.wait_for(response(scope, receive, send), 5)
+        await asyncio.wait_for(response(asgi_scope("2.4"), never, send), 5)
     assert source.events == ["submitted", "cancelled", "closed"]
 
 

@@ -17,19 +17,6 @@ from app.routes.respond import streamed
 from tests.unit.respond_fakes import Source, asgi_scope, never
 
 
-async def test_a_failing_first_frame_raises_to_the_server() -> None:
-    async def failing() -> AsyncGenerator[bytes, None]:
-        raise RuntimeError("engine gone")
-        yield b""  # pragma: no cover
-
-    async def send(message: dict[str, Any]) -> None:
-        pass
-
-    response = await streamed(failing())
-    with pytest.raises(RuntimeError, match="engine gone"):
-        await asyncio.wait_for(response(asgi_scope("2.4"), never, send), 5)
-
-
 async def test_a_stream_refused_before_its_first_frame_raises_its_error() -> None:
     """A GatewayError before the first frame, in the loop turn the request goes in (vLLM
     refusing a grammar): `streamed` raises it, so the client gets its status and body,
