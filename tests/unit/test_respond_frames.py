@@ -1,5 +1,5 @@
 """`app.routes.respond.streamed`: what a stream writes, how its body ends, and what a
-stream that fails or is refused before its first frame becomes."""
+stream refused before its first frame becomes (one that fails there: test_respond.py)."""
 
 from __future__ import annotations
 
