@@ -35,6 +35,7 @@ class Step:
     token_ids: Sequence[int]
     logprobs: Any
     finish_reason: str | None
+    num_cached_tokens: int | None = None  # the prompt's prefix-cache hits, on the first step
 
 
 def still_thinking(text: str, in_reasoning: bool) -> bool:
@@ -79,7 +80,8 @@ async def budgeted(
         hit_cap = finish == "length" and len(ids) < limit
         closed = answer_params is not None and finish == "stop" and out.stop_reason == THINK_CLOSE
         masked = hit_cap or closed
-        yield [Step(0, out.text, out.token_ids, out.logprobs, None if masked else finish)]
+        cached = getattr(output, "num_cached_tokens", None)
+        yield [Step(0, out.text, out.token_ids, out.logprobs, None if masked else finish, cached)]
     inserted: list[int] = []
     if closed:  # the stop string is not in the text: put it back, with the separator
         inserted = engine.tokenizer.encode(AFTER_CLOSE, add_special_tokens=False)

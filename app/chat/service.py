@@ -50,6 +50,7 @@ class ChatJob:
     arrival_time: float | None = None  # time.time() when the request arrived (vLLM's timings)
     copies: int = 1  # choices per engine sequence (n > 1 with greedy sampling: app.greedy_n)
     constraint_param: str | None = None  # the field the output constraint came from
+    cached_tokens: int | None = None  # set at the first output: the prompt's prefix-cache hits
 
 
 def _split(text: str, mode: ReasoningMode) -> tuple[str | None, str]:
@@ -87,12 +88,14 @@ async def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
             job.arrival_time,
         )
     texts = _own_texts(engine, job) if plain else None
-    first = plain
+    first = True
     try:
         async for step in source:
             if first:
                 first = False
-                record_engine_marks(getattr(step, "metrics", None))
+                if plain:
+                    record_engine_marks(getattr(step, "metrics", None))
+                job.cached_tokens = _cached_tokens(step if plain else step[0])
             outputs = step.outputs if plain else step
             for out in outputs:
                 if out.finish_reason == "abort":
@@ -104,6 +107,13 @@ async def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
         if job.active is not None:
             job.active.pop(job.request_id, None)
         await source.aclose()
+
+
+def _cached_tokens(output: Any) -> int | None:
+    """vLLM's count of the prompt tokens its prefix cache held (a RequestOutput's, or a
+    budgeted Step's); None where the engine gives none."""
+    count = getattr(output, "num_cached_tokens", None)
+    return count if isinstance(count, int) else None
 
 
 def _own_texts(engine: Engine, job: ChatJob) -> SequenceTexts | None:
@@ -179,10 +189,10 @@ async def complete(engine: Engine, job: ChatJob) -> dict[str, Any]:
                 "finish_reason": wire.finish_reason(choice.finish or "stop", bool(calls)),
             }
         )
-    completion_tokens = sum(c.tokens for c in choices.values())
-    record_usage(len(job.prompt.token_ids), completion_tokens)
+    counts = (len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
+    record_usage(*counts)
     return wire.chat_completion(
-        job.request_id, job.created, job.model, body, len(job.prompt.token_ids), completion_tokens
+        job.request_id, job.created, job.model, body, *counts, job.cached_tokens
     )
 
 
@@ -260,13 +270,14 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncGenerator[bytes, None]:
                     usage = None
                     if job.continuous_usage:
                         done = sum(c.tokens for c in choices.values())
-                        usage = wire.usage_dict(len(job.prompt.token_ids), done)
+                        usage = wire.usage_dict(len(job.prompt.token_ids), done, job.cached_tokens)
                     frame = writer.choice(out.index, delta, finish, logprobs, usage)
                     write = groups.frame(frame, finishing=finish is not None)
                     if write is not None:
                         yield write
         if job.include_usage:
-            tail = writer.usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
+            done = sum(c.tokens for c in choices.values())
+            tail = writer.usage(len(job.prompt.token_ids), done, job.cached_tokens)
     except Exception as exc:
         if not choices:  # refused before any output: app.routes.respond answers with its status
             raise as_gateway_error(exc, job.constraint_param) from exc

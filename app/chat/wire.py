@@ -47,12 +47,19 @@ def sse(payload: dict[str, Any]) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
-def usage_dict(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {
+def usage_dict(
+    prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+) -> dict[str, Any]:
+    """OpenAI's usage; `cached_tokens` (the prompt tokens the prefix cache held, as vLLM
+    counted them) goes in `prompt_tokens_details` where known."""
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return usage
 
 
 def finish_reason(reason: str | None, tool_called: bool = False) -> str | None:
@@ -119,7 +126,7 @@ class ChunkWriter:
         delta: dict[str, Any],
         finish: str | None = None,
         logprobs: list[dict[str, Any]] | None = None,
-        usage: dict[str, int] | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> bytes:
         """One choice's chunk; `usage` (the counts so far) for `continuous_usage_stats`."""
         body: dict[str, Any] = {
@@ -131,11 +138,13 @@ class ChunkWriter:
         tail = b"]}\n\n" if usage is None else b'],"usage":' + orjson.dumps(usage) + b"}\n\n"
         return self.prefix + orjson.dumps(body) + tail
 
-    def usage(self, prompt_tokens: int, completion_tokens: int) -> bytes:
+    def usage(
+        self, prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+    ) -> bytes:
         return (
             self.prefix
             + b'],"usage":'
-            + orjson.dumps(usage_dict(prompt_tokens, completion_tokens))
+            + orjson.dumps(usage_dict(prompt_tokens, completion_tokens, cached_tokens))
             + b"}\n\n"
         )
 
@@ -147,6 +156,7 @@ def chat_completion(
     choices: list[dict[str, Any]],
     prompt_tokens: int,
     completion_tokens: int,
+    cached_tokens: int | None = None,
 ) -> dict[str, Any]:
     return {
         "id": completion_id,
@@ -154,7 +164,7 @@ def chat_completion(
         "created": created,
         "model": model,
         "choices": choices,
-        "usage": usage_dict(prompt_tokens, completion_tokens),
+        "usage": usage_dict(prompt_tokens, completion_tokens, cached_tokens),
     }
 
 

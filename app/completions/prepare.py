@@ -13,7 +13,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.access_log import record_mark
@@ -57,6 +57,8 @@ class CompletionJob:
     active: dict[str, Callable[[], object]] | None = None  # in-flight registry (for drain)
     arrival_time: float | None = None  # time.time() when the request arrived (vLLM's timings)
     constraint_param: str | None = None  # the field the output constraint came from
+    # each prompt's prefix-cache hits (vLLM's count), set at the prompt's first output
+    cached_tokens: dict[int, int] = field(default_factory=dict)
 
 
 def new_completion_id(request_id: str | None = None) -> str:

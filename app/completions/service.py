@@ -106,6 +106,9 @@ async def _pieces(
                 choice = choices.get(index)
                 if choice is None:
                     record_engine_marks(getattr(result, "metrics", None))
+                    cached = getattr(result, "num_cached_tokens", None)
+                    if isinstance(cached, int):
+                        job.cached_tokens.setdefault(prompt_index, cached)
                     record_mark("first_output")
                     choice = choices[index] = _Choice(index, TokenTexts(engine.token_bytes))
                 text, ids, positions = "", [], []
@@ -144,9 +147,10 @@ def _register(engine: Engine, job: CompletionJob) -> dict[str, Callable[[], obje
     return active
 
 
-def _usage(job: CompletionJob, choices: dict[int, _Choice]) -> dict[str, int]:
+def _usage(job: CompletionJob, choices: dict[int, _Choice]) -> dict[str, Any]:
     prompt_tokens = sum(len(p.token_ids) for p in job.prompts)
-    return wire.usage_dict(prompt_tokens, sum(c.tokens for c in choices.values()))
+    cached = sum(job.cached_tokens.values()) if job.cached_tokens else None
+    return wire.usage_dict(prompt_tokens, sum(c.tokens for c in choices.values()), cached)
 
 
 async def complete(engine: Engine, job: CompletionJob) -> dict[str, Any]:

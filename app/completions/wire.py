@@ -96,7 +96,7 @@ def completion(
     created: int,
     model: str,
     choices: list[dict[str, Any]],
-    usage: dict[str, int] | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "id": completion_id,
@@ -115,7 +115,7 @@ def chunk(
     created: int,
     model: str,
     choices: list[dict[str, Any]],
-    usage: dict[str, int] | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> bytes:
     """One SSE frame (the stream shares the non-streamed shape, as OpenAI's does)."""
     body = completion(completion_id, created, model, choices, usage)

@@ -25,6 +25,20 @@ def test_a_choice_chunk_carries_usage_only_when_given() -> None:
     assert counted["id"] == "chatcmpl-1" and counted["object"] == "chat.completion.chunk"
 
 
+def test_usage_names_cached_prompt_tokens_only_where_known() -> None:
+    assert "prompt_tokens_details" not in usage_dict(5, 2)
+    assert usage_dict(5, 2, 0)["prompt_tokens_details"] == {"cached_tokens": 0}
+    writer = ChunkWriter.create("chatcmpl-1", 7, "m")
+    tail = frame_body(writer.usage(300, 4, 256))
+    assert tail["choices"] == []
+    assert tail["usage"] == {
+        "prompt_tokens": 300,
+        "completion_tokens": 4,
+        "total_tokens": 304,
+        "prompt_tokens_details": {"cached_tokens": 256},
+    }
+
+
 def test_continuous_usage_needs_include_usage() -> None:
     def options(**fields: bool) -> ChatCompletionRequest:
         return ChatCompletionRequest.model_validate(
