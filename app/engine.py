@@ -141,6 +141,13 @@ def device_type() -> str:
     return str(current_platform.device_type)
 
 
+def cached_tokens(output: Any) -> int | None:
+    """vLLM's count of the prompt tokens its prefix cache held, on a RequestOutput (or a
+    step shaped like one); None where the engine gives none."""
+    count = getattr(output, "num_cached_tokens", None)
+    return count if isinstance(count, int) else None
+
+
 def vocab_size(tokenizer: Tokenizer) -> int | None:
     """How many token ids the tokenizer knows (None when it can't say)."""
     try:

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine import Engine
+from app.engine import Engine, cached_tokens
 from app.reasoning import THINK_CLOSE, THINK_OPEN
 
 AFTER_CLOSE = "\n\n"
@@ -80,7 +80,7 @@ async def budgeted(
         hit_cap = finish == "length" and len(ids) < limit
         closed = answer_params is not None and finish == "stop" and out.stop_reason == THINK_CLOSE
         masked = hit_cap or closed
-        cached = getattr(output, "num_cached_tokens", None)
+        cached = cached_tokens(output)
         yield [Step(0, out.text, out.token_ids, out.logprobs, None if masked else finish, cached)]
     inserted: list[int] = []
     if closed:  # the stop string is not in the text: put it back, with the separator

@@ -11,7 +11,7 @@ from app.access_log import record_engine_marks, record_mark, record_usage
 from app.chat import wire
 from app.chat.budget import budgeted
 from app.chat.prompt import Prompt
-from app.engine import Engine
+from app.engine import Engine, cached_tokens
 from app.engine_errors import ABORTED, as_gateway_error, engine_failure, error_frame
 from app.errors import GatewayError
 from app.greedy_n import fan_out
@@ -95,7 +95,7 @@ async def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
                 first = False
                 if plain:
                     record_engine_marks(getattr(step, "metrics", None))
-                job.cached_tokens = _cached_tokens(step if plain else step[0])
+                job.cached_tokens = cached_tokens(step if plain else step[0])
             outputs = step.outputs if plain else step
             for out in outputs:
                 if out.finish_reason == "abort":
@@ -107,13 +107,6 @@ async def _steps(engine: Engine, job: ChatJob) -> AsyncIterator[Sequence[Any]]:
         if job.active is not None:
             job.active.pop(job.request_id, None)
         await source.aclose()
-
-
-def _cached_tokens(output: Any) -> int | None:
-    """vLLM's count of the prompt tokens its prefix cache held (a RequestOutput's, or a
-    budgeted Step's); None where the engine gives none."""
-    count = getattr(output, "num_cached_tokens", None)
-    return count if isinstance(count, int) else None
 
 
 def _own_texts(engine: Engine, job: ChatJob) -> SequenceTexts | None:
@@ -189,11 +182,15 @@ async def complete(engine: Engine, job: ChatJob) -> dict[str, Any]:
                 "finish_reason": wire.finish_reason(choice.finish or "stop", bool(calls)),
             }
         )
-    counts = (len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
-    record_usage(*counts)
-    return wire.chat_completion(
-        job.request_id, job.created, job.model, body, *counts, job.cached_tokens
-    )
+    usage = _usage(job, choices)
+    record_usage(usage["prompt_tokens"], usage["completion_tokens"])
+    return wire.chat_completion(job.request_id, job.created, job.model, body, usage)
+
+
+def _usage(job: ChatJob, choices: dict[int, _Choice]) -> dict[str, Any]:
+    """The usage so far: the prompt, every choice's tokens, the prefix cache's share."""
+    done = sum(c.tokens for c in choices.values())
+    return wire.usage_dict(len(job.prompt.token_ids), done, job.cached_tokens)
 
 
 def _delta(
@@ -267,17 +264,13 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncGenerator[bytes, None]:
                 if choice.tools is not None and choice.tools.called:
                     finish = wire.finish_reason(finish, tool_called=True)
                 if delta or finish is not None or logprobs:
-                    usage = None
-                    if job.continuous_usage:
-                        done = sum(c.tokens for c in choices.values())
-                        usage = wire.usage_dict(len(job.prompt.token_ids), done, job.cached_tokens)
+                    usage = _usage(job, choices) if job.continuous_usage else None
                     frame = writer.choice(out.index, delta, finish, logprobs, usage)
                     write = groups.frame(frame, finishing=finish is not None)
                     if write is not None:
                         yield write
         if job.include_usage:
-            done = sum(c.tokens for c in choices.values())
-            tail = writer.usage(len(job.prompt.token_ids), done, job.cached_tokens)
+            tail = writer.usage(_usage(job, choices))
     except Exception as exc:
         if not choices:  # refused before any output: app.routes.respond answers with its status
             raise as_gateway_error(exc, job.constraint_param) from exc

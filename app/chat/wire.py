@@ -138,15 +138,9 @@ class ChunkWriter:
         tail = b"]}\n\n" if usage is None else b'],"usage":' + orjson.dumps(usage) + b"}\n\n"
         return self.prefix + orjson.dumps(body) + tail
 
-    def usage(
-        self, prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
-    ) -> bytes:
-        return (
-            self.prefix
-            + b'],"usage":'
-            + orjson.dumps(usage_dict(prompt_tokens, completion_tokens, cached_tokens))
-            + b"}\n\n"
-        )
+    def usage(self, usage: dict[str, Any]) -> bytes:
+        """The usage chunk (`usage_dict`'s), with no choices."""
+        return self.prefix + b'],"usage":' + orjson.dumps(usage) + b"}\n\n"
 
 
 def chat_completion(
@@ -154,9 +148,7 @@ def chat_completion(
     created: int,
     model: str,
     choices: list[dict[str, Any]],
-    prompt_tokens: int,
-    completion_tokens: int,
-    cached_tokens: int | None = None,
+    usage: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "id": completion_id,
@@ -164,7 +156,7 @@ def chat_completion(
         "created": created,
         "model": model,
         "choices": choices,
-        "usage": usage_dict(prompt_tokens, completion_tokens, cached_tokens),
+        "usage": usage,
     }
 
 

@@ -17,7 +17,7 @@ from app.access_log import record_engine_marks, record_mark, record_usage
 from app.chat.wire import FrameGroups
 from app.completions import wire
 from app.completions.prepare import CompletionJob
-from app.engine import Engine
+from app.engine import Engine, cached_tokens
 from app.engine_errors import ABORTED, as_gateway_error, engine_failure, error_frame
 from app.errors import GatewayError
 from app.greedy_n import fan_out
@@ -106,8 +106,8 @@ async def _pieces(
                 choice = choices.get(index)
                 if choice is None:
                     record_engine_marks(getattr(result, "metrics", None))
-                    cached = getattr(result, "num_cached_tokens", None)
-                    if isinstance(cached, int):
+                    cached = cached_tokens(result)
+                    if cached is not None:
                         job.cached_tokens.setdefault(prompt_index, cached)
                     record_mark("first_output")
                     choice = choices[index] = _Choice(index, TokenTexts(engine.token_bytes))

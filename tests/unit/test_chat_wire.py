@@ -29,7 +29,7 @@ def test_usage_names_cached_prompt_tokens_only_where_known() -> None:
     assert "prompt_tokens_details" not in usage_dict(5, 2)
     assert usage_dict(5, 2, 0)["prompt_tokens_details"] == {"cached_tokens": 0}
     writer = ChunkWriter.create("chatcmpl-1", 7, "m")
-    tail = frame_body(writer.usage(300, 4, 256))
+    tail = frame_body(writer.usage(usage_dict(300, 4, 256)))
     assert tail["choices"] == []
     assert tail["usage"] == {
         "prompt_tokens": 300,
