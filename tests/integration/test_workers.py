@@ -60,7 +60,11 @@ def workers(
     flags = ["--api-server-count", "2", "--fast-tokenizer", "--no-fill-system-message"]
     flags += DRAIN_FLAGS
     proc, live = start_gateway(tmp, tiny_model_dir, test_home, flags, env)
+    # the first worker to finish its start-up answers the health check while the other may
+    # still be warming up (in a CI run 123 ms apart): wait for both
+    started = "Application startup complete."
     try:
+        wait_for(lambda: live.log.read_text(errors="replace").count(started) == 2, timeout=60)
         yield proc, live, prom_dir
     finally:
         stop(proc)  # normally test_sigterm_drains_every_worker has stopped it already
