@@ -17,8 +17,8 @@
 #
 # Knobs (environment; the on/off ones, SKIP_INSTALL, DRY_RUN, SWEEP, TRACE and SPEED, are off
 # at 0 as unset): BENCH_BUDGET_S (seconds the whole script may take, default 560),
-# BENCH_ARGS (extra bench.run flags), SESSION_ESTIMATE_S (the least time left at which
-# bench.run still starts a server, default 150: a cold start took 140 s on the H200, and a
+# BENCH_ARGS (extra bench.run flags, quoting kept), SESSION_ESTIMATE_S (the least time left
+# at which bench.run still starts a server, default 150: a cold start took 140 s on the H200, and a
 # session cut before its first run measures nothing), MODEL_DIR, RES_DIR (bench.run's results;
 # default a fresh /tmp/bench-res-<time>-<pid> per call), SKIP_INSTALL=1 (for a Python that
 # imports vllm already: /root/site is then not put on PYTHONPATH either; a warm machine
@@ -346,15 +346,17 @@ if [ -n "${PROFILE_ARGS:-}" ]; then
   done
   exit 0
 fi
-# bench.run's gpu profile into folder $1, mirrored to $2, deadline $3 s; BENCH_ARGS, then
-# the rest of the arguments, are its flags
+# bench.run's gpu profile into folder $1, mirrored to $2, deadline $3 s; BENCH_ARGS (read
+# with the shell's quoting, as the other *_ARGS are: `--vllm-args '--a 1 --b 2'` stays one
+# value), then the rest of the arguments, are its flags
 bench_run() {
   local res=$1 mirror=$2 left=$3
   shift 3
-  # shellcheck disable=SC2086
+  local -a common
+  eval "common=(${BENCH_ARGS:-})"
   "$PY" -m bench.run --profile gpu --model "$MODEL_DIR" --results-dir "$res" \
     --mirror-results "$mirror" --deadline-s "$left" \
-    --session-estimate-s "${SESSION_ESTIMATE_S:-150}" --no-report ${BENCH_ARGS:-} \
+    --session-estimate-s "${SESSION_ESTIMATE_S:-150}" --no-report "${common[@]}" \
     ${KEEP_DIR:+--keep-servers "$KEEP_DIR"} "$@"
 }
 if [ -n "${BENCH_SETS:-}" ]; then

@@ -49,6 +49,19 @@ def test_gpu_run_runs_bench_run_once_per_flag_set(tmp_path: Path) -> None:
     assert 380 <= second <= 400  # what is left, all of it
 
 
+def test_gpu_run_keeps_a_quoted_flag_string_in_bench_args_whole(tmp_path: Path) -> None:
+    """BENCH_ARGS is read with the shell's quoting, as BENCH_SETS is: session 60 wanted
+    both servers' memory flags there, and word splitting would have cut the string."""
+    flags = "--gpu-memory-utilization 0.4 --kv-cache-memory-bytes 34359738368"
+    calls = dry_gpu_run(
+        tmp_path, BENCH_ARGS=f"--servers vllm,gateway --vllm-args '{flags}' --rounds 2"
+    )
+    (run,) = [call for call in calls if "bench.run" in call]
+    assert run[run.index("--vllm-args") + 1] == flags
+    assert run[run.index("--servers") + 1] == "vllm,gateway"
+    assert run[run.index("--rounds") + 1] == "2"
+
+
 def test_gpu_run_gives_the_first_set_more_time_on_a_cold_machine(tmp_path: Path) -> None:
     """Without vLLM's compile cache the first BENCH_SETS set starts cold: it gets 90 s more
     than an equal share, taken from the others; with the cache, equal shares."""
