@@ -18,8 +18,8 @@
 # Knobs (environment; the on/off ones, SKIP_INSTALL, DRY_RUN, SWEEP, TRACE and SPEED, are off
 # at 0 as unset): BENCH_BUDGET_S (seconds the whole script may take, default 560),
 # BENCH_ARGS (extra bench.run flags, quoting kept), SESSION_ESTIMATE_S (the least time left
-# at which bench.run still starts a server, default 150: a cold start took 140 s on the H200, and a
-# session cut before its first run measures nothing), MODEL_DIR, RES_DIR (bench.run's results;
+# at which bench.run still starts a server, default 150: a cold start took 140 s on the H200,
+# and a session cut before its first run measures nothing), MODEL_DIR, RES_DIR (bench.run's results;
 # default a fresh /tmp/bench-res-<time>-<pid> per call), SKIP_INSTALL=1 (for a Python that
 # imports vllm already: /root/site is then not put on PYTHONPATH either; a warm machine
 # needs no knob, install.sh runs only where /root/site/vllm is missing),
