@@ -43,12 +43,7 @@ def bandwidth_table(hardware: str, rows: list[dict[str, Any]], gpu: str = "") ->
         return []
     scale, note = scaled
     lines = [
-        "## Output tokens/s against the memory-bandwidth limit",
-        "",
-        "The issue's estimate of what an H200's memory bandwidth allows (weights and KV "
-        "cache read once per decode step): ≈38.5k output tokens/s at 1024/128, ≈65k at "
-        f"128/1024.{note} Medians over rounds.",
-        "",
+        *_bandwidth_heading(note, "Medians over rounds."),
         "| workload | conc | limit tok/s | vllm serve tok/s | share | gateway tok/s | share |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -63,6 +58,46 @@ def bandwidth_table(hardware: str, rows: list[dict[str, Any]], gpu: str = "") ->
             cells += [fmt(tok_s, "{:,.0f}"), fmt(tok_s and 100 * tok_s / limit, "{:.0f}%")]
         lines.append("| " + " | ".join(cells) + " |")
     return [*lines, ""] if len(lines) > 6 else []
+
+
+def _bandwidth_heading(note: str, medians: str) -> list[str]:
+    return [
+        "## Output tokens/s against the memory-bandwidth limit",
+        "",
+        "The issue's estimate of what an H200's memory bandwidth allows (weights and KV "
+        "cache read once per decode step): ≈38.5k output tokens/s at 1024/128, ≈65k at "
+        f"128/1024.{note} {medians}",
+        "",
+    ]
+
+
+def variant_bandwidth_table(hardware: str, summary: list[dict[str, Any]], gpu: str) -> list[str]:
+    """`bench.report_variants`' medians (`point` as "1024x128@256", `variant`,
+    `output_throughput`) as shares of the bandwidth limit, where the GPU is known."""
+    scaled = bandwidth_scale(hardware, gpu)
+    if scaled is None:
+        return []
+    scale, note = scaled
+    rows = []
+    for s in summary:
+        limit = H200_BANDWIDTH_LIMIT_TOK_S.get(s["point"].split("@")[0])
+        tok_s = s["output_throughput"]
+        if limit is None or tok_s is None:
+            continue
+        limit *= scale
+        rows.append(
+            f"| {s['point']} | `{s['variant']}` | {limit:,.0f} | {tok_s:,.0f} | "
+            f"{100 * tok_s / limit:.0f}% |"
+        )
+    if not rows:
+        return []
+    return [
+        *_bandwidth_heading(note, "Medians over every run of a variant."),
+        "| point | variant | limit tok/s | out tok/s | share |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+    ]
 
 
 Check = tuple[str, str, bool | None]

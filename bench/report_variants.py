@@ -6,7 +6,8 @@
 `bench.report` sets `vllm serve` against the gateway; here each server with its own extra
 flags (results.json's `server_args`) is a variant, each session a row, and each variant's
 medians per point are set against the first variant's (`--baseline` names another, or
-its server), as are its runs round by round (`bench.report_pairs`). Writes
+its server), as are its runs round by round (`bench.report_pairs`); on a GPU whose memory
+bandwidth `bench.report_goals` knows, the medians as shares of issue 5's limit too. Writes
 NAME.md, NAME.json (the rows, medians and pairs) and NAME.png (every run's output tokens/s and
 vLLM's inter-token latency, per variant) into --docs-dir."""
 
@@ -21,6 +22,7 @@ from typing import Any
 
 from bench.profiles import LABELS
 from bench.report_data import fmt, median, ratio
+from bench.report_goals import gpu_name, variant_bandwidth_table
 from bench.report_pairs import file_runs, pair_ratios, pairs_section
 from bench.report_plots import variant_plot
 
@@ -166,7 +168,7 @@ def _ms(values: list[float | None]) -> str:
 def render(
     rows: list[dict[str, Any]], summary: list[dict[str, Any]], hardware: str,
     sources: list[str], plot_name: str | None, json_name: str,
-    pairs: list[dict[str, Any]],
+    pairs: list[dict[str, Any]], bandwidth: list[str],
 ) -> str:  # fmt: skip
     lines = [
         f"# {hardware}: one server, different flags",
@@ -195,6 +197,7 @@ def render(
     bases = sorted({s["baseline"] for s in summary})
     lines += ["", f"Baseline: `{'`, `'.join(bases)}`. Medians over every run of a variant.", ""]
     lines += pairs_section(pairs)
+    lines += bandwidth
     if plot_name:
         lines += [f"![runs per variant]({plot_name})", ""]
     lines += [
@@ -241,7 +244,9 @@ def write_report(
     drawn = variant_plot(rows, docs_dir / plot_name)
     md = docs_dir / f"{hardware}.md"
     plot_file = plot_name if drawn else None
-    md.write_text(render(rows, summary, hardware, sources, plot_file, json_name, pairs))
+    gpu = next((gpu_name(data) for _, data in files if gpu_name(data)), "")
+    bandwidth = variant_bandwidth_table(hardware, summary, gpu)
+    md.write_text(render(rows, summary, hardware, sources, plot_file, json_name, pairs, bandwidth))
     return md
 
 

@@ -185,3 +185,20 @@ def test_tick_labels_leave_out_the_flags_every_variant_has() -> None:
     ]
     assert tick_labels(["gateway --x 1"]) == ["gateway"]
     assert tick_labels([]) == []
+
+
+def test_output_against_the_bandwidth_limit_on_a_known_gpu(tmp_path: Path) -> None:
+    """Issue 5 asks for output tokens/s as a share of the memory-bandwidth limit: an H100's
+    is the H200's scaled by 3.35 / 4.8 TB/s (128x1024: 65,000 -> 45,365 tok/s)."""
+    data = _results(2, [18000, 17000], [3.3, 3.4], 19)
+    data["versions"] = {"gpu": "NVIDIA H100 80GB HBM3, 81559 MiB, 580.159.04"}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    page = report_variants.write_report([path], tmp_path / "gpu", "gpu-h100-x").read_text()
+    assert "## Output tokens/s against the memory-bandwidth limit" in page
+    assert "| 128x1024@64 | `gateway --api-server-count=2` | 45,365 | 17,500 | 39% |" in page
+    assert "H100 80GB HBM3: 3.35 TB/s" in page
+    cpu = tmp_path / "cpu.json"
+    cpu.write_text(json.dumps(_results(2, [18000], [3.3], 19)))  # no GPU recorded
+    page = report_variants.write_report([cpu], tmp_path / "cpu", "cpu-2core").read_text()
+    assert "bandwidth" not in page
