@@ -276,6 +276,7 @@ async def stream(engine: Engine, job: ChatJob) -> AsyncGenerator[bytes, None]:
             raise as_gateway_error(exc, job.constraint_param) from exc
         tail = error_frame(exc, job.constraint_param)
     finally:
-        record_usage(len(job.prompt.token_ids), sum(c.tokens for c in choices.values()))
+        usage = _usage(job, choices)
+        record_usage(usage["prompt_tokens"], usage["completion_tokens"])
         await steps.aclose()  # type: ignore[attr-defined]
     yield groups.end(tail)
