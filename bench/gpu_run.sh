@@ -19,10 +19,10 @@
 # at 0 as unset): BENCH_BUDGET_S (seconds the whole script may take, default 560),
 # BENCH_ARGS (extra bench.run flags, quoting kept), SESSION_ESTIMATE_S (the least time left
 # at which bench.run still starts a server, default 150: a cold start took 140 s on the H200,
-# and a session cut before its first run measures nothing), MODEL_DIR, RES_DIR (bench.run's results;
-# default a fresh /tmp/bench-res-<time>-<pid> per call), SKIP_INSTALL=1 (for a Python that
-# imports vllm already: /root/site is then not put on PYTHONPATH either; a warm machine
-# needs no knob, install.sh runs only where /root/site/vllm is missing),
+# and a session cut before its first run measures nothing), MODEL_DIR, RES_DIR (bench.run's
+# results; default a fresh /tmp/bench-res-<time>-<pid> per call), SKIP_INSTALL=1 (for a
+# Python that imports vllm already: /root/site is then not put on PYTHONPATH either; a warm
+# machine needs no knob, install.sh runs only where /root/site/vllm is missing),
 # DRY_RUN=1 (local test: no install, no nvidia-smi, bench.run with BENCH_ARGS only),
 # SWEEP (default on, off with DRY_RUN): end what an earlier call on this warm machine left
 # running, before starting and again at exit (SWEEP_PATTERN: the `pkill -f` pattern),
