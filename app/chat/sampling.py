@@ -91,6 +91,15 @@ def token_bias(
     return bias
 
 
+def top_token_only(kwargs: dict[str, Any]) -> None:
+    """OpenAI's `top_p: 0` (its range is [0, 1]) as vLLM takes it: vLLM refuses 0, and
+    nucleus sampling with no probability mass keeps the most likely token alone, which
+    is `top_k: 1`."""
+    if kwargs.get("top_p") == 0:
+        kwargs["top_p"] = 1.0
+        kwargs["top_k"] = 1
+
+
 def _client_error(exc: Exception) -> bool:
     """ValueError, or vLLM's own request-validation errors (not ValueErrors since 0.2x)."""
     names = {cls.__name__ for cls in type(exc).__mro__}
@@ -116,6 +125,7 @@ def new_sampling_params(
             raise
         param = constraint.param if constraint is not None else None
         raise GatewayError(f"Invalid output constraint: {exc}", param=param) from exc
+    top_token_only(kwargs)
     one_greedy_sequence(kwargs)
     try:
         return SamplingParams(**kwargs, **extra, skip_clone=True)

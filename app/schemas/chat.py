@@ -173,7 +173,7 @@ class ChatCompletionRequest(StructuredFields):
     max_completion_tokens: PositiveInt | None = None
     min_tokens: int = Field(default=0, ge=0)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
-    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    top_p: float | None = Field(default=None, ge=0.0, le=1.0)
     top_k: int | None = Field(default=None, ge=-1)
     min_p: float | None = Field(default=None, ge=0.0, le=1.0)
     presence_penalty: float | None = Field(default=None, ge=-2.0, le=2.0)

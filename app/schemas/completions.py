@@ -24,7 +24,7 @@ class CompletionRequest(StructuredFields):
     suffix: str | None = None
     max_tokens: int | None = Field(default=16, ge=0)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
-    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    top_p: float | None = Field(default=None, ge=0.0, le=1.0)
     n: int = Field(default=1, ge=1, le=128)
     best_of: int | None = Field(default=None, ge=1)
     stream: bool = False

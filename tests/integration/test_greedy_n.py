@@ -1,6 +1,7 @@
 """`temperature: 0` with `n > 1` answers n identical choices (vLLM alone gives a 400
 "n must be 1 when using greedy sampling"), whole and streamed, chat and completions;
-usage counts n x the completion tokens, as OpenAI bills n choices."""
+usage counts n x the completion tokens, as OpenAI bills n choices. `top_p: 0` (vLLM
+alone: a 400) keeps the most likely token alone: the greedy answer at any temperature."""
 
 from __future__ import annotations
 
@@ -79,3 +80,19 @@ def test_completions(gateway: LiveGateway, stream: bool) -> None:
     single = post_ok(gateway, "/completions", {**payload, "n": 1})
     assert [c["text"] for c in single["choices"]] == [texts[0], texts[2]]
     assert usage["completion_tokens"] == 2 * single["usage"]["completion_tokens"]
+
+
+@pytest.mark.parametrize("path", ["/chat/completions", "/completions"])
+def test_top_p_zero_answers_the_greedy_text(gateway: LiveGateway, path: str) -> None:
+    base: dict[str, Any] = {"max_tokens": 40, "ignore_eos": True}
+    base |= {"messages": HI} if path == "/chat/completions" else {"prompt": "The sky is"}
+
+    def text(body: dict[str, Any]) -> list[str]:
+        return [json.dumps(c.get("message") or c["text"]) for c in body["choices"]]
+
+    greedy = text(post_ok(gateway, path, {**base, "temperature": 0}))
+    sampled = post_ok(gateway, path, {**base, "temperature": 2, "top_p": 0, "n": 3, "seed": 5})
+    assert text(sampled) == greedy * 3
+    # the same temperature without top_p 0 samples: its three answers are not all greedy
+    free = post_ok(gateway, path, {**base, "temperature": 2, "top_p": 1, "n": 3, "seed": 5})
+    assert text(free) != greedy * 3

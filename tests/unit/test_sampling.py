@@ -71,6 +71,17 @@ def test_sampling_params_carry_every_field() -> None:
     assert build_sampling_params(req(), 5, stream=False).output_kind == RequestOutputKind.FINAL_ONLY
 
 
+def test_top_p_zero_keeps_the_most_likely_token_alone() -> None:
+    """OpenAI's range for top_p is [0, 1]; vLLM refuses 0, so it reaches the engine as
+    top_k 1 (over any top_k given), and a top_p above 0 is passed as it is."""
+    params = build_sampling_params(req(top_p=0, top_k=20, temperature=0.7), 5, stream=False)
+    assert (params.top_p, params.top_k, params.temperature) == (1.0, 1, 0.7)
+    kept = build_sampling_params(req(top_p=1e-6), 5, stream=False)
+    assert kept.top_p == 1e-6 and kept.top_k != 1
+    with pytest.raises(ValidationError):
+        req(top_p=-0.1)
+
+
 def test_each_requests_params_are_copied_shallowly_by_the_engine_client() -> None:
     """Made for one request, the params let vLLM's engine client copy them shallowly
     (`skip_clone`) instead of deep-copying them; a copy's changes stay its own."""
