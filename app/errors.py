@@ -122,7 +122,8 @@ def _furthest_branches(errors: list[Any]) -> list[Any]:
 def _either(texts: list[str]) -> str:
     """One place's failed branches in one sentence: "Input should be a valid string, or
     input should be a valid list"."""
-    return ", or ".join([texts[0], *(t[:1].lower() + t[1:] for t in texts[1:])])
+    unique = list(dict.fromkeys(texts))  # two object branches fail alike on a string
+    return ", or ".join([unique[0], *(t[:1].lower() + t[1:] for t in unique[1:])])
 
 
 def _loc_to_param(loc: tuple[Any, ...] | list[Any]) -> str | None:

@@ -34,6 +34,7 @@ NORMALIZATION_KINDS = (
     "thinking_flag",
     "extra_body",
     "constrained_thinking",
+    "allowed_tools",
 )
 """Every `kind` of `gateway_normalizations_total` (app.chat.normalize, app.completions)."""
 

@@ -48,6 +48,7 @@ def _chat_ids(gateway: Gateway, body: TokenizeRequest) -> list[int]:
         model=body.model,
         messages=body.messages,
         tools=body.tools,
+        tool_choice=body.tool_choice,
         chat_template_kwargs=body.chat_template_kwargs,
         enable_thinking=body.enable_thinking,
         # only those sent: chat_template_kwargs may hold them too (app.chat.template_kwargs)

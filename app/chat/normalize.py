@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.chat.template_kwargs import split_template_kwargs
-from app.chat.tools import forces_tool_call
+from app.chat.tools import forces_tool_call, narrow_allowed_tools
 from app.errors import GatewayError
 from app.schemas.chat import ChatCompletionRequest, ChatMessage, TextPart
 from app.structured import wants_constraint
@@ -184,6 +184,9 @@ def normalize(request: ChatCompletionRequest, defaults: Defaults) -> Normalized:
     request, lifted = lift_extra_body(request)
     if lifted:
         fired.append("extra_body")
+    request, narrowed = narrow_allowed_tools(request)
+    if narrowed:
+        fired.append("allowed_tools")
     messages, changed = strip_invisible_messages(request.messages)
     if changed:
         fired.append("invisible_chars")

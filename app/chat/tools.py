@@ -3,6 +3,8 @@
 * `auto` (the default with tools): the template lists the tools; `<tool_call>` blocks in
   the answer become `message.tool_calls`.
 * `none`: the tools are not offered at all (the template renders no tool section).
+* `allowed_tools`: the tools it does not name are left out, and its `mode` (`auto` or
+  `required`) is the tool_choice for the rest (`narrow_allowed_tools`).
 * `required`: the answer is constrained to 1..8 calls of the listed functions (one when
   `parallel_tool_calls` is false); a named function: exactly one call of it. The grammar
   writes the calls as Qwen3's template does, with arguments matching each function's
@@ -18,7 +20,7 @@ from typing import Any, Final
 from app.errors import GatewayError
 from app.grammar import ToolSpec, tool_call_grammar
 from app.schema_types import JSON_TYPES, unknown_type
-from app.schemas.chat import ChatCompletionRequest, NamedToolChoice, Tool
+from app.schemas.chat import AllowedToolsChoice, ChatCompletionRequest, NamedToolChoice, Tool
 from app.structured import Constraint
 
 MAX_PARALLEL_CALLS: Final = 8
@@ -35,6 +37,28 @@ def forces_tool_call(request: ChatCompletionRequest) -> bool:
     """True when the answer must be a tool call (`required` or a named function)."""
     choice = request.tool_choice
     return bool(request.tools) and (choice == "required" or isinstance(choice, NamedToolChoice))
+
+
+def narrow_allowed_tools(request: ChatCompletionRequest) -> tuple[ChatCompletionRequest, bool]:
+    """`allowed_tools` as the other tool choices: the request's tools cut to the functions
+    it names and its mode as tool_choice; True when it did. A name the tools lack is a 400
+    naming the entry. The template then lists only the allowed functions, which the model
+    can call in `auto` as in `required`."""
+    choice = request.tool_choice
+    if not isinstance(choice, AllowedToolsChoice):
+        return request, False
+    tools = request.tools or []
+    offered = {tool.function.name for tool in tools}
+    names = [entry.function.name for entry in choice.allowed_tools.tools]
+    for i, name in enumerate(names):
+        if name not in offered:
+            raise GatewayError(
+                f"tool_choice.allowed_tools names the function `{name}`, which is not in tools.",
+                param=f"tool_choice.allowed_tools.tools[{i}]",
+            )
+    allowed = [tool for tool in tools if tool.function.name in names]
+    update = {"tools": allowed, "tool_choice": choice.allowed_tools.mode}
+    return request.model_copy(update=update), True
 
 
 def _spec(tool: Tool) -> ToolSpec:

@@ -121,6 +121,26 @@ class NamedToolChoice(BaseModel):
     function: NamedFunction
 
 
+class AllowedTools(BaseModel):
+    """`allowed_tools`: the calls `mode` allows, from the functions `tools` names."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    mode: Literal["auto", "required"]
+    tools: list[NamedToolChoice] = Field(min_length=1)
+
+
+class AllowedToolsChoice(BaseModel):
+    """`tool_choice: {"type": "allowed_tools", "allowed_tools": {"mode": ..., "tools":
+    [{"type": "function", "function": {"name": ...}}, ...]}}`: only those of the request's
+    tools may be called (`app.chat.tools.narrow_allowed_tools`)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["allowed_tools"]
+    allowed_tools: AllowedTools
+
+
 def _no_empty_stop(value: str | list[str]) -> str | list[str]:
     """vLLM refuses an empty stop string; say so here, naming the field."""
     texts = [value] if isinstance(value, str) else value
@@ -151,7 +171,7 @@ def _known_effort(value: str) -> str:
 ReasoningEffort = Annotated[str, AfterValidator(_known_effort)]
 # `stop`: one string or a list of them, none empty (chat and completions)
 Stop = Annotated[str | list[str], AfterValidator(_no_empty_stop)]
-ToolChoice = Literal["none", "auto", "required"] | NamedToolChoice
+ToolChoice = Literal["none", "auto", "required"] | NamedToolChoice | AllowedToolsChoice
 PositiveInt = Annotated[int, Field(ge=1)]
 # OpenAI's `logit_bias`: token ids (as JSON object keys, so strings) to a bias in [-100, 100]
 LogitBias = dict[str, Annotated[float, Field(ge=-100.0, le=100.0)]]

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field
 
 from app.schemas.base import WireModel
-from app.schemas.chat import ChatMessage, LogitBias, Stop, StreamOptions, Tool
+from app.schemas.chat import ChatMessage, LogitBias, Stop, StreamOptions, Tool, ToolChoice
 from app.schemas.structured import StructuredFields
 
 TokenId = Annotated[int, Field(ge=0)]
@@ -61,6 +61,7 @@ class TokenizeRequest(WireModel):
     continue_final_message: bool = False
     return_token_strs: bool = False
     tools: list[Tool] | None = None
+    tool_choice: ToolChoice | None = None  # as chat takes it: "none" or allowed_tools narrow
     chat_template_kwargs: dict[str, Any] | None = None
     enable_thinking: bool | None = None
 

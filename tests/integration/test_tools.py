@@ -18,6 +18,7 @@ from tests.integration.tool_requests import (
     GREEDY,
     TOOLS,
     TWO_CALLS,
+    WEATHER,
     check_call,
 )
 from tests.openapi_schema import validate_schema
@@ -47,6 +48,41 @@ def test_named_function(client: openai.OpenAI, gateway: LiveGateway) -> None:
     assert calls and len(calls) == 1
     check_call(calls[0], ("get_weather",))
     assert resp.choices[0].finish_reason == "tool_calls"
+
+
+def allowed(mode: str, *names: str) -> dict[str, Any]:
+    refs = [{"type": "function", "function": {"name": name}} for name in names]
+    return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": refs}}
+
+
+def test_allowed_tools_required_calls_only_the_allowed(
+    client: openai.OpenAI, gateway: LiveGateway
+) -> None:
+    resp = client.chat.completions.create(
+        model=gateway.model,
+        messages=ASK,
+        tools=TOOLS,
+        tool_choice=allowed("required", "now"),  # type: ignore[arg-type]
+        **GREEDY,
+    )
+    calls = resp.choices[0].message.tool_calls
+    assert calls and resp.choices[0].finish_reason == "tool_calls"
+    for call in calls:
+        check_call(call, ("now",))
+    validate_schema("CreateChatCompletionResponse", resp.model_dump(exclude_unset=True))
+
+
+def test_allowed_tools_auto_offers_only_the_allowed(gateway: LiveGateway) -> None:
+    def prompt(payload: dict[str, Any]) -> str:
+        body = {"messages": ASK, **payload}
+        r = httpx.post(gateway.base_url + "/tokenize", json=body, timeout=30)
+        ids = r.json()["tokens"]
+        r = httpx.post(gateway.base_url + "/detokenize", json={"tokens": ids}, timeout=30)
+        return str(r.json()["prompt"])
+
+    narrowed = prompt({"tools": TOOLS, "tool_choice": allowed("auto", "get_weather")})
+    assert narrowed == prompt({"tools": [WEATHER]})
+    assert '"name": "get_weather"' in narrowed and '"name": "now"' not in narrowed
 
 
 @pytest.mark.parametrize("choice", ["required", {"type": "function", "function": {"name": "book"}}])
@@ -211,6 +247,11 @@ STR_TYPED = {
             "tool_choice",
         ),
         ({"tools": [{"type": "function", "function": {}}]}, None),
+        (
+            {"tools": TOOLS, "tool_choice": allowed("auto", "now", "x")},
+            "tool_choice.allowed_tools.tools[1]",
+        ),
+        ({"tools": TOOLS, "tool_choice": allowed("required")}, None),
         (  # a forced call's arguments would match any value (the grammar is lenient)
             {"tools": [STR_TYPED], "tool_choice": "required", "stream": True},
             "tools[0].function.parameters",
