@@ -19,20 +19,28 @@ from tests.integration.tool_requests import (
     TOOLS,
     TWO_CALLS,
     WEATHER,
+    allowed,
     check_call,
 )
 from tests.openapi_schema import validate_schema
 
 
-def test_required_produces_valid_calls(client: openai.OpenAI, gateway: LiveGateway) -> None:
+@pytest.mark.parametrize(
+    ("tool_choice", "names"),
+    [("required", ("get_weather", "now")), (allowed("required", "now"), ("now",))],
+)
+def test_required_produces_valid_calls(
+    client: openai.OpenAI, gateway: LiveGateway, tool_choice: Any, names: tuple[str, ...]
+) -> None:
+    """`required`, or OpenAI's allowed_tools in required mode: calls of those tools only."""
     resp = client.chat.completions.create(
-        model=gateway.model, messages=ASK, tools=TOOLS, tool_choice="required", **GREEDY
+        model=gateway.model, messages=ASK, tools=TOOLS, tool_choice=tool_choice, **GREEDY
     )
     choice = resp.choices[0]
     assert choice.finish_reason == "tool_calls"
     assert choice.message.tool_calls
     for call in choice.message.tool_calls:
-        check_call(call)
+        check_call(call, names)
     validate_schema("CreateChatCompletionResponse", resp.model_dump(exclude_unset=True))
 
 
@@ -48,28 +56,6 @@ def test_named_function(client: openai.OpenAI, gateway: LiveGateway) -> None:
     assert calls and len(calls) == 1
     check_call(calls[0], ("get_weather",))
     assert resp.choices[0].finish_reason == "tool_calls"
-
-
-def allowed(mode: str, *names: str) -> dict[str, Any]:
-    refs = [{"type": "function", "function": {"name": name}} for name in names]
-    return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": refs}}
-
-
-def test_allowed_tools_required_calls_only_the_allowed(
-    client: openai.OpenAI, gateway: LiveGateway
-) -> None:
-    resp = client.chat.completions.create(
-        model=gateway.model,
-        messages=ASK,
-        tools=TOOLS,
-        tool_choice=allowed("required", "now"),  # type: ignore[arg-type]
-        **GREEDY,
-    )
-    calls = resp.choices[0].message.tool_calls
-    assert calls and resp.choices[0].finish_reason == "tool_calls"
-    for call in calls:
-        check_call(call, ("now",))
-    validate_schema("CreateChatCompletionResponse", resp.model_dump(exclude_unset=True))
 
 
 def test_allowed_tools_auto_offers_only_the_allowed(gateway: LiveGateway) -> None:

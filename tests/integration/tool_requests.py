@@ -35,6 +35,12 @@ TWO_CALLS = (
 )
 
 
+def allowed(mode: str, *names: str) -> dict[str, Any]:
+    """OpenAI's `allowed_tools` tool_choice for the named functions."""
+    refs = [{"type": "function", "function": {"name": name}} for name in names]
+    return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": refs}}
+
+
 def check_call(call: Any, names: tuple[str, ...] = ("get_weather", "now")) -> dict[str, Any]:
     assert call.type == "function"
     assert call.id.startswith("call_")
