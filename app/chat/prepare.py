@@ -19,6 +19,7 @@ from app.chat.prompt import continues_final_message, open_think_block, render_pr
 from app.chat.sampling import build_sampling_params, completion_budget
 from app.chat.service import ChatJob, ReasoningMode
 from app.chat.tools import plan_tools
+from app.chat.unsupported import refuse_unsupported
 from app.engine import vocab_size
 from app.errors import GatewayError
 from app.greedy_n import copies
@@ -65,6 +66,7 @@ async def prepare_chat(gateway: Gateway, body: ChatCompletionRequest, request_id
     arrival = time.time()
     served = gateway.served_model(body.model)
     normalized = normalize(body, gateway.defaults)
+    refuse_unsupported(normalized.request)  # after extra_body's fields are lifted
     for kind in normalized.fired:
         gateway.metrics.normalizations.labels(kind).inc()
     if normalized.fired:

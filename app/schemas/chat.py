@@ -210,6 +210,10 @@ class ChatCompletionRequest(StructuredFields):
     # OpenAI's deprecated form of tools/tool_choice: read only to refuse it with a clear 400
     functions: list[Any] | None = None
     function_call: Any = None
+    # OpenAI's audio output and web search: read only to refuse them (app.chat.unsupported)
+    modalities: list[str] | None = None
+    audio: Any = None
+    web_search_options: Any = None
     # Qwen3 / vLLM extras
     enable_thinking: bool | None = None
     return_reasoning: bool | None = None

@@ -1,0 +1,35 @@
+"""OpenAI chat fields the gateway cannot honour, refused with a 400 that names them.
+
+Ignoring them would answer something other than what was asked: text where audio was
+asked for, an answer without the web search it was told to run. OpenAI's API refuses
+them too on a model without those abilities. `modalities: ["text"]` (some SDK wrappers
+send it) and `null` values pass.
+"""
+
+from __future__ import annotations
+
+from app.errors import GatewayError
+from app.schemas.chat import ChatCompletionRequest
+
+
+def refuse_unsupported(request: ChatCompletionRequest) -> None:
+    """400 `unsupported_parameter` for audio output or web search."""
+    if request.modalities and any(kind != "text" for kind in request.modalities):
+        raise GatewayError(
+            f"modalities {request.modalities} are not supported: the served model writes "
+            'text only; send ["text"] or leave modalities out.',
+            param="modalities",
+            code="unsupported_parameter",
+        )
+    if request.audio is not None:
+        raise GatewayError(
+            "audio output is not supported: the served model writes text only.",
+            param="audio",
+            code="unsupported_parameter",
+        )
+    if request.web_search_options is not None:
+        raise GatewayError(
+            "web_search_options is not supported: the gateway does not search the web.",
+            param="web_search_options",
+            code="unsupported_parameter",
+        )
