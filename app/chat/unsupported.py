@@ -8,6 +8,8 @@ send it) and `null` values pass.
 
 from __future__ import annotations
 
+import json
+
 from app.errors import GatewayError
 from app.schemas.chat import ChatCompletionRequest
 
@@ -16,8 +18,8 @@ def refuse_unsupported(request: ChatCompletionRequest) -> None:
     """400 `unsupported_parameter` for audio output or web search."""
     if request.modalities and any(kind != "text" for kind in request.modalities):
         raise GatewayError(
-            f"modalities {request.modalities} are not supported: the served model writes "
-            'text only; send ["text"] or leave modalities out.',
+            f"modalities {json.dumps(request.modalities)} are not supported: the served "
+            'model writes text only; send ["text"] or leave modalities out.',
             param="modalities",
             code="unsupported_parameter",
         )
