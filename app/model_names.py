@@ -95,20 +95,23 @@ def _hub_id(path: str) -> str | None:
     return None
 
 
+def _short_names(root: str) -> list[str]:
+    """The names a canonical root answers to besides itself, as spelled there: the hub id
+    it names (`Qwen/Qwen3-0.6B`), then the model directory's base name (`Qwen3-0.6B`)."""
+    hub = _hub_id(root)
+    base = (hub if hub is not None else root).rsplit("/", 1)[-1]
+    names = [hub] if hub is not None else []
+    if base and base not in (".", ".."):
+        names.append(base)
+    return names
+
+
 def _key_tiers(model: ServedModel, home: str) -> tuple[set[str], set[str], set[str]]:
     """Keys of ``model`` in precedence tiers: (served name, aliases, derived from root)."""
     names = {normalize_model_name(model.name, home=home)}
     aliases = {normalize_model_name(a, home=home) for a in model.aliases}
     root = _canonical_path(model.root, home)
-    derived = {root.casefold()}
-    hub = _hub_id(root)
-    if hub is not None:
-        derived.add(hub.casefold())
-        base = hub.rsplit("/", 1)[-1]
-    else:
-        base = root.rsplit("/", 1)[-1]
-    if base and base not in (".", ".."):
-        derived.add(base.casefold())
+    derived = {root.casefold(), *(name.casefold() for name in _short_names(root))}
     for tier in (names, aliases, derived):
         tier.discard("")
     return names, aliases, derived
@@ -170,14 +173,20 @@ class ModelRegistry:
         return found
 
     def valid_names(self) -> list[str]:
-        """Names to suggest in a 404: served names, then aliases, without duplicates."""
-        seen: dict[str, None] = {}
+        """Names to suggest in a 404: served names, then aliases, then each root's short
+        names (hub id, directory name) where they reach that model, without duplicates.
+        A client told the served path alone would not learn that `Qwen3-0.6B` works."""
+        seen: dict[str, str] = {}  # normalized key -> the name as first spelled
         for model in self._models:
-            seen.setdefault(model.name, None)
+            seen.setdefault(normalize_model_name(model.name, home=self._home), model.name)
         for model in self._models:
             for alias in model.aliases:
-                seen.setdefault(alias, None)
-        return list(seen)
+                seen.setdefault(normalize_model_name(alias, home=self._home), alias)
+        for model in self._models:
+            for short in _short_names(_canonical_path(model.root, self._home)):
+                if self.resolve(short) is model:
+                    seen.setdefault(normalize_model_name(short, home=self._home), short)
+        return list(seen.values())
 
 
 def parse_aliases(spec: str) -> dict[str, str]:

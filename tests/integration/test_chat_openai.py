@@ -214,7 +214,11 @@ def test_unknown_model_is_404_with_valid_names(client: openai.OpenAI) -> None:
     body = err.value.body
     assert isinstance(body, dict)
     assert body["code"] == "model_not_found"
-    assert "Qwen3-0.6B" in body["message"]
+    listed = str(body["message"]).split("Valid names: ", 1)[1].rstrip(".").split(", ")
+    # the served path, the alias, and the short names a client would rather type
+    assert {"qwen", "Qwen/Qwen3-0.6B", "Qwen3-0.6B"} <= set(listed), listed
+    for name in listed:  # each one answers
+        client.chat.completions.create(model=name, messages=HELLO, max_tokens=1)
 
 
 def test_context_length_is_checked_before_the_engine(
