@@ -79,24 +79,9 @@ def _check_types(tools: list[Tool], indices: Iterable[int]) -> None:
             )
 
 
-LEGACY_FIELDS = {
-    "functions": 'tools instead, each function as {"type": "function", "function": {...}}',
-    "function_call": 'tool_choice instead ("auto", "none", "required" or {"type": '
-    '"function", "function": {"name": ...}}), with the functions as tools',
-}
-
-
 def plan_tools(request: ChatCompletionRequest) -> ToolPlan:
-    """The plan for the request's tools; 400 for a tool_choice the tools can't satisfy,
-    and for the deprecated `functions`/`function_call`, which would otherwise be dropped
-    without a word (the answer would then never call them)."""
-    for legacy, instead in LEGACY_FIELDS.items():
-        if getattr(request, legacy) is not None:
-            raise GatewayError(
-                f"{legacy} is deprecated and not supported; send {instead}.",
-                param=legacy,
-                code="unsupported_parameter",
-            )
+    """The plan for the request's tools; 400 for a tool_choice the tools can't satisfy
+    (the deprecated `functions`/`function_call`: `app.chat.unsupported`)."""
     tools = request.tools or []
     choice = request.tool_choice
     forced = choice == "required" or isinstance(choice, NamedToolChoice)

@@ -114,22 +114,6 @@ def test_tools_auto_offers_and_parses() -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    ("fields", "param"),
-    [
-        ({"functions": [{"name": "now", "parameters": {"type": "object"}}]}, "functions"),
-        ({"function_call": "auto"}, "function_call"),
-        ({"tools": TOOLS, "function_call": {"name": "now"}}, "function_call"),
-    ],
-)
-def test_deprecated_functions_are_refused_not_dropped(fields: dict[str, Any], param: str) -> None:
-    with pytest.raises(GatewayError) as info:
-        plan_tools(chat(**fields))
-    assert (info.value.status, info.value.param) == (400, param)
-    modern = {"functions": "send tools", "function_call": "send tool_choice"}[param]
-    assert info.value.code == "unsupported_parameter" and modern in info.value.message
-
-
 def test_tool_choice_none_offers_nothing() -> None:
     plan = plan_tools(chat(tools=TOOLS, tool_choice="none"))
     assert plan.template_tools is None and not plan.parse
