@@ -12,15 +12,11 @@ from app.chat.normalize import Defaults, normalize
 from app.chat.tools import narrow_allowed_tools, plan_tools
 from app.errors import GatewayError
 from app.schemas.chat import ChatCompletionRequest
+from tests.integration.tool_requests import allowed
 
 
 def tool(name: str) -> dict[str, Any]:
     return {"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
-
-
-def allowed(mode: str, *names: str) -> dict[str, Any]:
-    refs = [{"type": "function", "function": {"name": name}} for name in names]
-    return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": refs}}
 
 
 def req(**fields: Any) -> ChatCompletionRequest:
